@@ -1,0 +1,27 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+/**
+ * A process competing for leadership of a namespace (table `gemstone_election_candidate`).
+ *
+ * `synchronize: false`: the table is created by `initDb` or the shipped migrations with
+ * database-specific types, and an application's `synchronize: true` must never rewrite it.
+ */
+@Entity({ name: 'gemstone_election_candidate', synchronize: false })
+@Index('IDX_gemstone_election_candidate_ns_expires_at', ['ns', 'expiresAt'])
+export class ElectionCandidate {
+  /** Namespace: an isolated election domain. */
+  @PrimaryColumn({ name: 'ns', type: 'varchar', length: 255 })
+  ns!: string;
+
+  /** The candidate's UUID, lower-case. */
+  @PrimaryColumn({ name: 'candidate_id', type: 'varchar', length: 36 })
+  candidateId!: string;
+
+  /** The database clock at the last register / heartbeat / elect. */
+  @Column({ name: 'last_heartbeat_at', type: Date })
+  lastHeartbeatAt!: Date;
+
+  /** The candidate is inactive once `expires_at <= now`. */
+  @Column({ name: 'expires_at', type: Date })
+  expiresAt!: Date;
+}

@@ -1,0 +1,2 @@
+export { ElectionCandidate } from './ElectionCandidate';
+export { ElectionLeader } from './ElectionLeader';

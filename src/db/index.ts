@@ -1,0 +1,18 @@
+/**
+ * `gemstone-utils/db` — the shared base that plugin modules register their tables on.
+ * @packageDocumentation
+ */
+export { GemstoneDB } from './registry';
+export type { EntityClass, MigrationClass, Registration, TableInstaller } from './registry';
+export { initDb, DEFAULT_CREATE_TABLES } from './init-db';
+export type { InitDbOptions, InitDbTarget } from './init-db';
+export { getDataSource } from './default-data-source';
+export { DEFAULT_DB_URL, DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from './url';
+export type { Session } from './session';
+export {
+  GemstoneError,
+  ValidationError,
+  NotInitializedError,
+  EntitiesNotRegisteredError,
+  UnsupportedDatabaseError,
+} from '../errors';

@@ -1,0 +1,117 @@
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { EntitiesNotRegisteredError, ValidationError } from '../errors';
+import { contextOf } from './context';
+import { setDataSource } from './default-data-source';
+import { EntityClass, GemstoneDB } from './registry';
+import { execute } from './session';
+import { sql } from './sql';
+import { DEFAULT_DB_URL, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, optionsFromUrl } from './url';
+
+/** Default of {@link InitDbOptions.createTables}. */
+export const DEFAULT_CREATE_TABLES = true;
+
+export interface InitDbOptions {
+  /**
+   * Create the registered tables and indexes if they are missing — only those; the application's
+   * tables are never touched. Set `false` for roles without DDL rights (then use the migrations).
+   * Default {@link DEFAULT_CREATE_TABLES} (`true`).
+   */
+  readonly createTables?: boolean;
+}
+
+/** What `initDb` accepts: a DataSource (initialized or not), its options, or a database URL. */
+export type InitDbTarget = DataSource | DataSourceOptions | string;
+
+const initializations = new WeakMap<DataSource, Promise<void>>();
+
+function isDataSource(value: unknown): value is DataSource {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as DataSource).initialize === 'function' &&
+    typeof (value as DataSource).createQueryRunner === 'function'
+  );
+}
+
+/** The `entities` option as a list (TypeORM also accepts an object of name → entity). */
+function entityList(entities: DataSourceOptions['entities']): unknown[] {
+  if (!entities) return [];
+  return Array.isArray(entities) ? [...entities] : Object.values(entities);
+}
+
+function withRegisteredEntities(entities: DataSourceOptions['entities']): unknown[] {
+  const list = entityList(entities);
+  return [...list, ...GemstoneDB.entities.filter((entity) => !list.includes(entity))];
+}
+
+function toDataSource(target: InitDbTarget | undefined): DataSource {
+  if (isDataSource(target)) return target;
+  if (target === undefined) target = process.env.GEMSTONE_DB_URL || DEFAULT_DB_URL;
+  const options = typeof target === 'string' ? optionsFromUrl(target) : target;
+  if (typeof options !== 'object' || options === null || typeof (options as { type?: unknown }).type !== 'string') {
+    throw new ValidationError('target', 'must be a DataSource, DataSourceOptions with a `type`, or a database URL');
+  }
+  return new DataSource({ ...options, entities: withRegisteredEntities(options.entities) } as DataSourceOptions);
+}
+
+async function initialize(dataSource: DataSource): Promise<void> {
+  if (dataSource.isInitialized) {
+    const missing = GemstoneDB.entities.filter((entity) => !dataSource.hasMetadata(entity));
+    if (missing.length > 0) throw new EntitiesNotRegisteredError(missing.map((e: EntityClass) => e.name));
+    return;
+  }
+  // Concurrent initDb calls on one DataSource share its initialization instead of racing it.
+  let pending = initializations.get(dataSource);
+  if (!pending) {
+    dataSource.setOptions({ entities: withRegisteredEntities(dataSource.options.entities) } as Partial<DataSourceOptions>);
+    pending = dataSource.initialize().then(() => undefined);
+    initializations.set(dataSource, pending);
+    pending.catch(() => initializations.delete(dataSource));
+  }
+  await pending;
+}
+
+/**
+ * A SQLite connection without a busy timeout fails at once when another process writes; give it
+ * one unless the application chose its own.
+ */
+async function ensureSqliteBusyTimeout(dataSource: DataSource): Promise<void> {
+  const context = contextOf(dataSource);
+  if (!context.sqliteLock) return;
+  await context.sqliteLock.run(async () => {
+    const [row] = await execute<Record<string, unknown>>(context, dataSource.manager, sql`PRAGMA busy_timeout`);
+    const current = Number(row ? Object.values(row)[0] : 0);
+    if (current === 0) {
+      await execute(context, dataSource.manager, sql`PRAGMA busy_timeout = ${DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
+    }
+  });
+}
+
+/**
+ * Connects the shared base to a database and makes it the default (`getDataSource()`).
+ *
+ * - `target`: a DataSource (its `entities` get the registered ones appended before it is
+ *   initialized), DataSourceOptions, or a URL. Default `process.env.GEMSTONE_DB_URL`, else
+ *   {@link DEFAULT_DB_URL} (an embedded SQLite file in the working directory).
+ * - An already initialized DataSource must list the registered entities
+ *   (`...GemstoneDB.entities`), else {@link EntitiesNotRegisteredError}.
+ * - Several processes may call it on the same fresh database at once.
+ */
+export async function initDb(target?: InitDbTarget, options: InitDbOptions = {}): Promise<DataSource> {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'must be an object');
+  const { createTables = DEFAULT_CREATE_TABLES } = options;
+  if (typeof createTables !== 'boolean') throw new ValidationError('options.createTables', 'must be a boolean');
+  if (target !== undefined && typeof target !== 'string' && (typeof target !== 'object' || target === null)) {
+    throw new ValidationError('target', 'must be a DataSource, DataSourceOptions or a database URL string');
+  }
+
+  const dataSource = toDataSource(target);
+  contextOf(dataSource); // refuses an unsupported database before connecting
+  await initialize(dataSource);
+  await ensureSqliteBusyTimeout(dataSource);
+  if (createTables) {
+    for (const installer of GemstoneDB.installers) await installer.install(dataSource);
+  }
+  setDataSource(dataSource);
+  return dataSource;
+}

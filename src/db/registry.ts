@@ -1,0 +1,64 @@
+import type { MixedList, MigrationInterface } from 'typeorm';
+
+/** An entity class (TypeORM `@Entity`). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type EntityClass = new (...args: any[]) => object;
+/** A migration class (TypeORM `MigrationInterface`). */
+export type MigrationClass = new (...args: never[]) => MigrationInterface;
+
+/**
+ * DDL a plugin needs `initDb` to run. `initDb` creates only what is registered here, so the
+ * application's own tables are never created, altered or dropped.
+ */
+export interface TableInstaller {
+  /** A stable name, used for de-duplication and in error messages. */
+  readonly name: string;
+  /** The entity classes whose tables this installer creates. */
+  readonly entities: readonly EntityClass[];
+  /** Creates the tables and indexes if they are missing. Safe to run concurrently from several processes. */
+  install(dataSource: import('typeorm').DataSource): Promise<void>;
+}
+
+export interface Registration {
+  entities?: readonly EntityClass[];
+  migrations?: readonly MigrationClass[];
+  installers?: readonly TableInstaller[];
+}
+
+const entities: EntityClass[] = [];
+const migrations: MigrationClass[] = [];
+const installers: TableInstaller[] = [];
+
+function addUnique<T>(into: T[], items: readonly T[] | undefined): void {
+  for (const item of items ?? []) if (!into.includes(item)) into.push(item);
+}
+
+/**
+ * The registry that plugin modules add their entities and migrations to when they are imported
+ * (importing `gemstone-utils` or `gemstone-utils/election` registers the election tables).
+ */
+export const GemstoneDB = Object.freeze({
+  /** Adds entities, migrations and table installers. Idempotent: registering twice adds nothing. */
+  register(registration: Registration): void {
+    addUnique(entities, registration.entities);
+    addUnique(migrations, registration.migrations);
+    for (const installer of registration.installers ?? []) {
+      if (!installers.some((known) => known.name === installer.name)) installers.push(installer);
+    }
+  },
+  /** The registered entity classes: a frozen copy, spread it into a DataSource's `entities`. */
+  get entities(): readonly EntityClass[] {
+    return Object.freeze([...entities]);
+  },
+  /** The registered migrations: a frozen copy, spread it into a DataSource's `migrations`. */
+  get migrations(): readonly MigrationClass[] {
+    return Object.freeze([...migrations]);
+  },
+  /** @internal The DDL installers `initDb` runs when `createTables` is true. */
+  get installers(): readonly TableInstaller[] {
+    return Object.freeze([...installers]);
+  },
+});
+
+/** `entities` of DataSourceOptions accepts classes, schemas and glob strings. */
+export type EntitiesOption = MixedList<string | EntityClass | object> | undefined;

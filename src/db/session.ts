@@ -1,0 +1,140 @@
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { ValidationError } from '../errors';
+import { contextOf, DbContext } from './context';
+import { render, SqlFragment } from './sql';
+
+/**
+ * The caller's connection or transaction. Inside an active transaction the library joins it and
+ * never commits, rolls back or releases it; otherwise it runs its own transaction on it.
+ */
+export type Session = QueryRunner | EntityManager;
+
+/** How many times a call that owns its transaction retries a deadlock, lock timeout or busy database. */
+export const DEFAULT_CONFLICT_RETRIES = 8;
+
+function isQueryRunner(value: object): value is QueryRunner {
+  return typeof (value as QueryRunner).startTransaction === 'function' && 'isTransactionActive' in value;
+}
+
+function isEntityManager(value: object): value is EntityManager {
+  return typeof (value as EntityManager).transaction === 'function' && 'connection' in value && 'queryRunner' in value;
+}
+
+/** The QueryRunner a session stands for; undefined for a plain `dataSource.manager`. */
+export function runnerOf(session: Session | undefined, parameter = 'options.session'): QueryRunner | undefined {
+  if (session === undefined) return undefined;
+  if (typeof session !== 'object' || session === null) {
+    throw new ValidationError(parameter, 'must be a TypeORM QueryRunner or EntityManager');
+  }
+  const runner = isQueryRunner(session) ? session : isEntityManager(session) ? session.queryRunner : null;
+  if (runner === null) throw new ValidationError(parameter, 'must be a TypeORM QueryRunner or EntityManager');
+  if (runner?.isReleased) throw new ValidationError(parameter, 'is a released QueryRunner; pass one that is still open');
+  return runner;
+}
+
+/** The DataSource a session belongs to. */
+export function dataSourceOfSession(session: Session): DataSource {
+  return isQueryRunner(session) ? (session as QueryRunner).connection : (session as EntityManager).connection;
+}
+
+/** Runs one statement on a manager. All library SQL goes through here (see `sql.ts`). */
+export async function execute<T = Record<string, unknown>>(
+  context: DbContext,
+  manager: EntityManager,
+  statement: SqlFragment,
+): Promise<T[]> {
+  const { text, values } = render(statement, context.dialect.placeholders);
+  const result: unknown = await manager.query(text, [...values]);
+  // Drivers answer writes with counts or [rows, count]; callers of writes ignore the result.
+  return (Array.isArray(result) ? result : []) as T[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function backoff(attempt: number): number {
+  return Math.min(250, 5 * 2 ** attempt) * (0.5 + Math.random());
+}
+
+export interface TransactionOptions {
+  /** Retries for deadlocks, lock timeouts and SQLITE_BUSY (only when the library owns the transaction). */
+  conflictRetries?: number;
+}
+
+/**
+ * Runs `work` in a transaction: the caller's when `session` has one active, else one the library
+ * opens (on the session's connection, or a fresh one it releases) and commits.
+ *
+ * Owning the transaction is what makes retries possible: a deadlock victim (MySQL 1213,
+ * PostgreSQL 40P01), SQLITE_BUSY, or a unique violation from a racing first insert (retried once,
+ * as the spec says) reruns the whole transaction. Inside the caller's transaction nothing can be
+ * retried, so the error is surfaced for the caller to roll back.
+ */
+export async function inTransaction<T>(
+  dataSource: DataSource,
+  session: Session | undefined,
+  work: (manager: EntityManager, context: DbContext) => Promise<T>,
+  options: TransactionOptions = {},
+): Promise<T> {
+  const runner = runnerOf(session);
+  const context = contextOf(dataSource);
+  if (runner?.isTransactionActive) return work(runner.manager, context);
+
+  const retries = options.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
+  let uniqueRetried = false;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await exclusive(context, () => ownTransaction(dataSource, runner, (m) => work(m, context)));
+    } catch (error) {
+      const { dialect } = context;
+      if (dialect.isRetryableConflict(error) && attempt < retries) {
+        await sleep(backoff(attempt));
+        continue;
+      }
+      if (dialect.isUniqueViolation(error) && !uniqueRetried) {
+        uniqueRetried = true;
+        continue;
+      }
+      throw error;
+    }
+  }
+}
+
+/** Runs read-only `work` on the session (joining its transaction if any) or a pooled connection. */
+export async function withManager<T>(
+  dataSource: DataSource,
+  session: Session | undefined,
+  work: (manager: EntityManager, context: DbContext) => Promise<T>,
+): Promise<T> {
+  const runner = runnerOf(session);
+  const context = contextOf(dataSource);
+  if (runner) return work(runner.manager, context);
+  return exclusive(context, () => work(dataSource.manager, context));
+}
+
+function exclusive<T>(context: DbContext, work: () => Promise<T>): Promise<T> {
+  return context.sqliteLock ? context.sqliteLock.run(work) : work();
+}
+
+async function ownTransaction<T>(
+  dataSource: DataSource,
+  sessionRunner: QueryRunner | undefined,
+  work: (manager: EntityManager) => Promise<T>,
+): Promise<T> {
+  const runner = sessionRunner ?? dataSource.createQueryRunner();
+  try {
+    await runner.startTransaction();
+    try {
+      const result = await work(runner.manager);
+      await runner.commitTransaction();
+      return result;
+    } catch (error) {
+      if (runner.isTransactionActive) {
+        // The original error matters more than a failed rollback on a broken connection.
+        await runner.rollbackTransaction().catch(() => undefined);
+      }
+      throw error;
+    }
+  } finally {
+    if (!sessionRunner) await runner.release();
+  }
+}
