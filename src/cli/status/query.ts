@@ -1,0 +1,75 @@
+import type { DataSource } from 'typeorm';
+import { sqlBool } from '../../db/dialect';
+import { execute, withManager } from '../../db/session';
+import { raw, sql } from '../../db/sql';
+import { CANDIDATE_TABLE, LEADER_TABLE } from '../../election/schema';
+import { CliError } from '../errors';
+import { isMissingTable } from '../target';
+
+/** One namespace as `status` shows it. Every instant and duration comes from the database clock. */
+export interface NamespaceStatus {
+  ns: string;
+  /** The holder of the unexpired lease; null when vacant or expired. */
+  leaderId: string | null;
+  /** The leader row's term (the fencing token of the latest leadership); null without a leader row. */
+  term: number | null;
+  /** Milliseconds until the lease expires, by the database clock; null without a live lease. */
+  leaseLeftMs: number | null;
+  /** Candidates with `expires_at > now`, sorted. */
+  candidates: string[];
+}
+
+/**
+ * Reads every namespace (or one) from the election tables. A namespace appears when it has a
+ * leader row or an active candidate.
+ */
+export async function readStatus(dataSource: DataSource, ns?: string): Promise<NamespaceStatus[]> {
+  try {
+    return await withManager(dataSource, undefined, async (m, context) => {
+      const d = context.dialect;
+      const leaders = context.table(LEADER_TABLE);
+      const candidates = context.table(CANDIDATE_TABLE);
+      const onlyNs = ns === undefined ? raw('') : sql` WHERE ns = ${ns}`;
+      const andNs = ns === undefined ? raw('') : sql` AND ns = ${ns}`;
+      const leaderRows = await execute(
+        context,
+        m,
+        sql`SELECT ns, leader_id, term,
+  CASE WHEN leader_id IS NOT NULL AND lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS live,
+  ${d.instant('lease_expires_at')} AS lease_expires_at, ${d.instant(d.now.text)} AS db_now
+FROM ${leaders}${onlyNs}`,
+      );
+      const candidateRows = await execute<{ ns: string; candidate_id: string }>(
+        context,
+        m,
+        sql`SELECT ns, candidate_id FROM ${candidates} WHERE expires_at > ${d.now}${andNs}`,
+      );
+
+      const byNs = new Map<string, NamespaceStatus>();
+      const entry = (name: string) => {
+        let status = byNs.get(name);
+        if (!status) byNs.set(name, (status = { ns: name, leaderId: null, term: null, leaseLeftMs: null, candidates: [] }));
+        return status;
+      };
+      for (const row of leaderRows) {
+        const status = entry(String(row.ns));
+        status.term = Number(row.term);
+        if (sqlBool(row.live)) {
+          status.leaderId = String(row.leader_id);
+          const expires = d.parseInstant(row.lease_expires_at);
+          const now = d.parseInstant(row.db_now);
+          status.leaseLeftMs = expires && now ? Math.max(0, expires.getTime() - now.getTime()) : null;
+        }
+      }
+      for (const row of candidateRows) entry(String(row.ns)).candidates.push(String(row.candidate_id));
+      for (const status of byNs.values()) status.candidates.sort();
+      // Sorted here: collations differ between databases.
+      return [...byNs.values()].sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
+    });
+  } catch (error) {
+    if (isMissingTable(error)) {
+      throw new CliError('the election tables are missing in this database (run `gemstone-election init`)', { cause: error });
+    }
+    throw error;
+  }
+}

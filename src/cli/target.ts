@@ -1,0 +1,78 @@
+import * as fs from 'fs';
+import type { DataSource, DataSourceOptions } from 'typeorm';
+import { initDb } from '../db/init-db';
+import { DEFAULT_DB_URL, optionsFromUrl } from '../db/url';
+import { CliError, oneLine } from './errors';
+
+/** How long the CLI waits for a database server to accept a connection. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+
+/** The database the CLI talks to: `--url`, else `GEMSTONE_DB_URL`, else the embedded SQLite file. */
+export function resolveUrl(url: string | undefined): string {
+  return url || process.env.GEMSTONE_DB_URL || DEFAULT_DB_URL;
+}
+
+/** The URL without its password, for messages. */
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}
+
+/** DataSourceOptions for a URL, with connect timeouts so an unreachable server fails fast. */
+export function cliOptions(url: string): DataSourceOptions {
+  let options: DataSourceOptions;
+  try {
+    options = optionsFromUrl(url, '--url');
+  } catch (error) {
+    throw new CliError(`bad database URL: ${oneLine(error)}`, { cause: error });
+  }
+  switch (options.type) {
+    case 'postgres':
+      return { ...options, connectTimeoutMS: DEFAULT_CONNECT_TIMEOUT_MS, extra: { max: 4 } };
+    case 'mysql':
+    case 'mariadb':
+      return { ...options, connectTimeout: DEFAULT_CONNECT_TIMEOUT_MS, extra: { connectionLimit: 4 } } as DataSourceOptions;
+    default:
+      return options;
+  }
+}
+
+function sqliteFile(options: DataSourceOptions): string | undefined {
+  const type = String(options.type);
+  if (type !== 'better-sqlite3' && type !== 'sqlite') return undefined;
+  const database = String(options.database);
+  return database === ':memory:' ? undefined : database;
+}
+
+export interface ConnectOptions {
+  /** Create the election tables if missing (`init`, `demo`); `status` only reads. */
+  createTables: boolean;
+}
+
+/**
+ * Connects through `initDb` and turns connection failures into one-line {@link CliError}s.
+ * A SQLite file that does not exist is refused unless tables are to be created: opening it
+ * would silently create an empty database where the operator mistyped a path.
+ */
+export async function connect(url: string, { createTables }: ConnectOptions): Promise<DataSource> {
+  const options = cliOptions(url);
+  const file = sqliteFile(options);
+  if (file !== undefined && !createTables && !fs.existsSync(file)) {
+    throw new CliError(`no database at ${redact(url)}: the file ${file} does not exist (run \`gemstone-election init --url ${redact(url)}\`)`);
+  }
+  try {
+    return await initDb(options, { createTables });
+  } catch (error) {
+    throw new CliError(`cannot connect to ${redact(url)}: ${oneLine(error)}`, { cause: error });
+  }
+}
+
+/** Closes a DataSource, ignoring errors of a connection that is already broken. */
+export async function disconnect(dataSource: DataSource | undefined): Promise<void> {
+  if (dataSource?.isInitialized) await dataSource.destroy().catch(() => undefined);
+}
+
+/** Database errors that mean "the table is not there", on every supported database. */
+export function isMissingTable(error: unknown): boolean {
+  const driver = ((error as { driverError?: unknown })?.driverError ?? error) as { code?: unknown; errno?: unknown; message?: unknown };
+  return driver?.code === '42P01' || Number(driver?.errno) === 1146 || /no such table/i.test(String(driver?.message));
+}
