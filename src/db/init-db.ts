@@ -1,5 +1,5 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { EntitiesNotRegisteredError, ValidationError } from '../errors';
+import { EntitiesNotRegisteredError, UnsupportedDatabaseError, ValidationError } from '../errors';
 import { contextOf } from './context';
 import { setDataSource } from './default-data-source';
 import { EntityClass, GemstoneDB } from './registry';
@@ -44,6 +44,15 @@ function withRegisteredEntities(entities: DataSourceOptions['entities']): unknow
   return [...list, ...GemstoneDB.entities.filter((entity) => !list.includes(entity))];
 }
 
+/** The DataSource `type`s the dialects cover (see dialect.ts). */
+const SUPPORTED_TYPES: readonly string[] = ['postgres', 'mysql', 'mariadb', 'better-sqlite3', 'sqlite'];
+
+/** An unsupported database is a bad `target`; checked before TypeORM looks for its driver package. */
+function unsupported(type: string): ValidationError {
+  const cause = new UnsupportedDatabaseError(type);
+  return new ValidationError('target', `uses a database gemstone-utils does not support: ${cause.message}`, { cause });
+}
+
 function toDataSource(target: InitDbTarget | undefined): DataSource {
   if (isDataSource(target)) return target;
   if (target === undefined) target = process.env.GEMSTONE_DB_URL || DEFAULT_DB_URL;
@@ -51,6 +60,7 @@ function toDataSource(target: InitDbTarget | undefined): DataSource {
   if (typeof options !== 'object' || options === null || typeof (options as { type?: unknown }).type !== 'string') {
     throw new ValidationError('target', 'must be a DataSource, DataSourceOptions with a `type`, or a database URL');
   }
+  if (!SUPPORTED_TYPES.includes(options.type)) throw unsupported(options.type);
   return new DataSource({ ...options, entities: withRegisteredEntities(options.entities) } as DataSourceOptions);
 }
 
@@ -106,7 +116,8 @@ export async function initDb(target?: InitDbTarget, options: InitDbOptions = {})
   }
 
   const dataSource = toDataSource(target);
-  contextOf(dataSource); // refuses an unsupported database before connecting
+  if (!SUPPORTED_TYPES.includes(String(dataSource.options.type))) throw unsupported(String(dataSource.options.type));
+  contextOf(dataSource);
   await initialize(dataSource);
   await ensureSqliteBusyTimeout(dataSource);
   if (createTables) {
