@@ -17,7 +17,12 @@ function isQueryRunner(value: object): value is QueryRunner {
 }
 
 function isEntityManager(value: object): value is EntityManager {
-  return typeof (value as EntityManager).transaction === 'function' && 'connection' in value && 'queryRunner' in value;
+  // `queryRunner` is absent (not just undefined) on a DataSource's default manager.
+  return (
+    typeof (value as EntityManager).transaction === 'function' &&
+    typeof (value as EntityManager).getRepository === 'function' &&
+    typeof (value as EntityManager).connection === 'object'
+  );
 }
 
 /** The QueryRunner a session stands for; undefined for a plain `dataSource.manager`. */

@@ -1,0 +1,156 @@
+/**
+ * Contract §3 rules 7–8: racing elects on a fresh namespace never surface a duplicate-key error,
+ * never abort a caller's transaction, and produce exactly one leader with term 1.
+ */
+import { spawn } from 'child_process';
+import * as path from 'path';
+import type { DataSource, DataSourceOptions } from 'typeorm';
+import { ElectionService } from 'gemstone-utils';
+import { describeEachDatabase, query, uuid } from '../support/databases';
+import { ns as freshNs } from '../support/rows';
+
+const RACERS = 48;
+
+describeEachDatabase('concurrent elect', (db) => {
+  let ds: DataSource;
+  let svc: ElectionService;
+
+  beforeAll(async () => {
+    // One connection per racer, as separate processes would have.
+    const pool = db.kind === 'sqlite' ? {} : ({ extra: { max: RACERS + 4, connectionLimit: RACERS + 4 } } as Partial<DataSourceOptions>);
+    ds = await db.connect(pool);
+    svc = new ElectionService(ds);
+  });
+
+  async function expectOneLeader(ns: string, leaders: string[], ids: string[]) {
+    expect(new Set(leaders).size).toBe(1);
+    expect(ids).toContain(leaders[0]);
+    const info = await svc.getLeader({ ns });
+    expect(info).toMatchObject({ leaderId: leaders[0], term: 1 });
+    const rows = await query(ds, 'SELECT COUNT(*) AS n FROM gemstone_election_leader WHERE ns = ?', [ns]);
+    expect(Number(rows[0]!.n)).toBe(1);
+    expect(await svc.listCandidates({ ns })).toEqual([...ids].sort());
+  }
+
+  test(`${RACERS} concurrent elects on a fresh namespace: one leader, term 1, no error`, async () => {
+    const ns = freshNs();
+    const ids = Array.from({ length: RACERS }, uuid);
+    const results = await Promise.allSettled(ids.map((id) => svc.elect(id, { ns })));
+    const errors = results.filter((r) => r.status === 'rejected');
+    expect(errors).toEqual([]);
+    await expectOneLeader(
+      ns,
+      results.map((r) => (r as PromiseFulfilledResult<string>).value),
+      ids,
+    );
+  });
+
+  // Not on SQLite: every QueryRunner of a TypeORM SQLite DataSource shares one connection, so an
+  // application cannot hold concurrent transactions there at all (TypeORM's limit, not ours).
+  if (db.kind !== 'sqlite') test(`${RACERS} concurrent elects, each inside its own caller transaction: none aborted, one leader`, async () => {
+    const ns = freshNs();
+    const ids = Array.from({ length: RACERS }, uuid);
+    const results = await Promise.allSettled(
+      ids.map(async (id) => {
+        const runner = ds.createQueryRunner();
+        try {
+          await runner.startTransaction();
+          const leader = await svc.elect(id, { ns, session: runner });
+          // The caller's transaction is intact: it can still run statements and commit.
+          await runner.query('SELECT 1');
+          await runner.commitTransaction();
+          return leader;
+        } catch (error) {
+          if (runner.isTransactionActive) await runner.rollbackTransaction();
+          throw error;
+        } finally {
+          await runner.release();
+        }
+      }),
+    );
+    const errors = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
+    expect(errors).toEqual([]);
+    await expectOneLeader(
+      ns,
+      results.map((r) => (r as PromiseFulfilledResult<string>).value),
+      ids,
+    );
+  });
+
+  test('concurrent register, elect, resign and unregister on one namespace: the lease never has two holders', async () => {
+    const ns = freshNs();
+    const ids = Array.from({ length: 8 }, uuid);
+    const rounds = 6;
+    const errors: unknown[] = [];
+    await Promise.all(
+      ids.map(async (id, i) => {
+        for (let round = 0; round < rounds; round++) {
+          try {
+            const leader = await svc.elect(id, { ns });
+            if (leader === id && (i + round) % 3 === 0) await svc.resign(id, { ns });
+            if ((i + round) % 5 === 0) await svc.unregisterCandidate(id, { ns });
+          } catch (error) {
+            errors.push(error);
+          }
+        }
+      }),
+    );
+    expect(errors).toEqual([]);
+    const [row] = await query(ds, 'SELECT leader_id, term FROM gemstone_election_leader WHERE ns = ?', [ns]);
+    expect(Number(row!.term)).toBeGreaterThanOrEqual(1);
+    const leader = await svc.getLeader({ ns });
+    if (leader) expect(ids).toContain(leader.leaderId);
+  });
+
+  if (db.shared) {
+    test('several processes electing on one fresh namespace at once: one leader, term 1, no error', async () => {
+      const ns = freshNs();
+      const processes = 4;
+      const perProcess = 12;
+      const script = path.join(__dirname, 'fixtures', 'elect-many.js');
+      const children = Array.from({ length: processes }, () =>
+        spawn(process.execPath, ['-r', path.join(__dirname, '..', 'support', 'typeorm-line.js'), script, db.url(), ns, String(perProcess)], {
+          stdio: ['pipe', 'pipe', 'inherit'],
+        }),
+      );
+      const lines = children.map((child) => {
+        let buffer = '';
+        const lines: string[] = [];
+        const waiters: Array<() => void> = [];
+        child.stdout!.on('data', (chunk: Buffer) => {
+          buffer += chunk.toString();
+          let newline: number;
+          while ((newline = buffer.indexOf('\n')) >= 0) {
+            lines.push(buffer.slice(0, newline));
+            buffer = buffer.slice(newline + 1);
+            waiters.splice(0).forEach((wake) => wake());
+          }
+        });
+        return {
+          next: async (): Promise<string> => {
+            while (lines.length === 0) {
+              if (child.exitCode !== null) throw new Error(`child exited with ${child.exitCode}`);
+              await new Promise<void>((wake) => {
+                waiters.push(wake);
+                child.once('exit', () => wake());
+              });
+            }
+            return lines.shift()!;
+          },
+        };
+      });
+      // Start together: every child has connected before any elects.
+      expect(await Promise.all(lines.map((l) => l.next()))).toEqual(Array(processes).fill('ready'));
+      children.forEach((child) => child.stdin!.end('go\n'));
+      const reports = (await Promise.all(lines.map((l) => l.next()))).map(
+        (line) => JSON.parse(line) as { errors: string[]; outcomes: Array<{ leaderId: string; term: number }> },
+      );
+      expect(reports.flatMap((r) => r.errors)).toEqual([]);
+      const outcomes = reports.flatMap((r) => r.outcomes);
+      expect(outcomes).toHaveLength(processes * perProcess);
+      expect(new Set(outcomes.map((o) => o.leaderId)).size).toBe(1);
+      expect(new Set(outcomes.map((o) => o.term))).toEqual(new Set([1]));
+      expect(await svc.listCandidates({ ns })).toHaveLength(processes * perProcess);
+    });
+  }
+});

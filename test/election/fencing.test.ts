@@ -1,0 +1,150 @@
+/**
+ * Contract §3 rule 9 and §4: `assertLeader` fences leader-only writes. It runs only inside a
+ * transaction, holds off a change of leadership until that transaction ends, and throws
+ * NotLeaderError (with ns, candidateId, leaderId, term) unless the caller holds the lease.
+ */
+import type { DataSource } from 'typeorm';
+import { ElectionService, NotLeaderError, ValidationError, GemstoneError } from 'gemstone-utils';
+import { describeEachDatabase, query, sleep, snapshot, uuid } from '../support/databases';
+import { ns as freshNs } from '../support/rows';
+
+const SHORT = 1.5;
+
+describeEachDatabase('fencing with assertLeader', (db) => {
+  let ds: DataSource;
+  let svc: ElectionService;
+
+  beforeAll(async () => {
+    ds = await db.connect();
+    svc = new ElectionService(ds);
+    await query(ds, 'CREATE TABLE fenced_ledger (ns varchar(255) NOT NULL, term bigint NOT NULL, note varchar(64) NOT NULL)');
+  });
+
+  async function inTransaction<T>(work: (runner: import('typeorm').QueryRunner) => Promise<T>): Promise<T> {
+    const runner = ds.createQueryRunner();
+    try {
+      await runner.startTransaction();
+      const result = await work(runner);
+      await runner.commitTransaction();
+      return result;
+    } catch (error) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction();
+      throw error;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  test('the leader passes and gets its lease; with the right term too', async () => {
+    const ns = freshNs();
+    const a = uuid();
+    await svc.elect(a, { ns });
+    const info = await inTransaction((session) => svc.assertLeader(a, { ns, session, term: 1 }));
+    expect(info).toMatchObject({ ns, leaderId: a, term: 1 });
+    expect(info.leaseExpiresAt.getTime()).toBeGreaterThan(Date.now());
+  });
+
+  test('NotLeaderError names the real leader and term: follower, wrong term, vacant row, no row', async () => {
+    const ns = freshNs();
+    const [a, b] = [uuid(), uuid()];
+    await svc.elect(a, { ns });
+    await svc.elect(b, { ns });
+
+    const follower = await inTransaction((session) => svc.assertLeader(b, { ns, session })).catch((e: unknown) => e);
+    expect(follower).toBeInstanceOf(NotLeaderError);
+    expect(follower).toBeInstanceOf(GemstoneError);
+    expect(follower).toMatchObject({ name: 'NotLeaderError', ns, candidateId: b, leaderId: a, term: 1 });
+    expect((follower as Error).message).toContain(a);
+
+    const wrongTerm = await inTransaction((session) => svc.assertLeader(a, { ns, session, term: 7 })).catch((e: unknown) => e);
+    expect(wrongTerm).toMatchObject({ name: 'NotLeaderError', candidateId: a, leaderId: a, term: 1 });
+
+    await svc.resign(a, { ns });
+    const vacant = await inTransaction((session) => svc.assertLeader(a, { ns, session })).catch((e: unknown) => e);
+    expect(vacant).toMatchObject({ name: 'NotLeaderError', leaderId: null, term: 1 });
+
+    const noRow = await inTransaction((session) => svc.assertLeader(a, { ns: freshNs(), session })).catch((e: unknown) => e);
+    expect(noRow).toMatchObject({ name: 'NotLeaderError', leaderId: null, term: null });
+  });
+
+  test('an expired lease fails the check even before anyone takes over', async () => {
+    const ns = freshNs();
+    const a = uuid();
+    const short = new ElectionService(ds, { expireSeconds: SHORT });
+    await short.elect(a, { ns });
+    await sleep(SHORT * 1000 + 300);
+    const error = await inTransaction((session) => short.assertLeader(a, { ns, session })).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'NotLeaderError', leaderId: null, term: 1 });
+  });
+
+  test('outside a transaction it is refused with ValidationError, and changes nothing', async () => {
+    const ns = freshNs();
+    const a = uuid();
+    await svc.elect(a, { ns });
+    const before = await snapshot(ds);
+    const runner = ds.createQueryRunner();
+    try {
+      for (const options of [{ ns }, { ns, session: runner }, { ns, session: ds.manager }]) {
+        const error = await svc.assertLeader(a, options).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ValidationError);
+        expect((error as ValidationError).parameter).toBe('options.session');
+      }
+    } finally {
+      await runner.release();
+    }
+    expect(await snapshot(ds)).toBe(before);
+  });
+
+  if (db.shared) {
+    test('an open fenced transaction holds off a takeover until it ends; its writes commit under the old term', async () => {
+      const ns = freshNs();
+      const [a, b] = [uuid(), uuid()];
+      const short = new ElectionService(ds, { expireSeconds: SHORT });
+      await short.elect(a, { ns });
+      // The challenger runs on its own DataSource: separate connections, as another process would.
+      const otherDs = await db.connect();
+      const challenger = new ElectionService(otherDs, { expireSeconds: SHORT });
+
+      let committedAt = 0;
+      let takeoverAt = 0;
+      let takeover: Promise<string> | undefined;
+      await inTransaction(async (session) => {
+        const lease = await short.assertLeader(a, { ns, session, term: 1 });
+        // Let the lease expire while the fenced transaction is still open, then challenge.
+        await sleep(Math.max(0, lease.leaseExpiresAt.getTime() - Date.now()) + 300);
+        takeover = challenger.elect(b, { ns }).then((leader) => {
+          takeoverAt = Date.now();
+          return leader;
+        });
+        await sleep(800);
+        expect(takeoverAt).toBe(0); // still waiting for the leader row
+        await session.query(
+          db.kind === 'postgres' ? 'INSERT INTO fenced_ledger (ns, term, note) VALUES ($1, $2, $3)' : 'INSERT INTO fenced_ledger (ns, term, note) VALUES (?, ?, ?)',
+          [ns, lease.term, 'leader-only write'],
+        );
+        committedAt = Date.now();
+      });
+      expect(await takeover).toBe(b);
+      expect(takeoverAt).toBeGreaterThanOrEqual(committedAt);
+      expect(await challenger.getLeader({ ns })).toMatchObject({ leaderId: b, term: 2 });
+      const ledger = await query(ds, 'SELECT term, note FROM fenced_ledger WHERE ns = ?', [ns]);
+      expect(ledger.map((row) => Number(row.term))).toEqual([1]);
+    });
+
+    test('after a takeover, the old leader’s fenced write cannot commit', async () => {
+      const ns = freshNs();
+      const [a, b] = [uuid(), uuid()];
+      const short = new ElectionService(ds, { expireSeconds: SHORT });
+      await short.elect(a, { ns });
+      await sleep(SHORT * 1000 + 300);
+      const otherDs = await db.connect();
+      expect(await new ElectionService(otherDs, { expireSeconds: SHORT }).elect(b, { ns })).toBe(b);
+      const error = await inTransaction(async (session) => {
+        await short.assertLeader(a, { ns, session, term: 1 });
+        await session.query(db.kind === 'postgres' ? 'INSERT INTO fenced_ledger (ns, term, note) VALUES ($1, 1, $2)' : 'INSERT INTO fenced_ledger (ns, term, note) VALUES (?, 1, ?)', [ns, 'stale']);
+      }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'NotLeaderError', leaderId: b, term: 2 });
+      expect(await query(ds, 'SELECT * FROM fenced_ledger WHERE ns = ?', [ns])).toEqual([]);
+    });
+  }
+});
