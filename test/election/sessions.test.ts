@@ -5,7 +5,7 @@
  */
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ElectionService, ValidationError } from 'gemstone-utils';
-import { describeEachDatabase, query, snapshot, uuid } from '../support/databases';
+import { describeEachDatabase, snapshot, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 
 describeEachDatabase('sessions', (db) => {
