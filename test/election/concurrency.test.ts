@@ -17,7 +17,7 @@ describeEachDatabase('concurrent elect', (db) => {
 
   beforeAll(async () => {
     // One connection per racer, as separate processes would have.
-    const pool = db.kind === 'sqlite' ? {} : ({ extra: { max: RACERS + 4, connectionLimit: RACERS + 4 } } as Partial<DataSourceOptions>);
+    const pool = db.kind === 'sqlite' ? {} : ({ poolSize: RACERS + 4 } as Partial<DataSourceOptions>);
     ds = await db.connect(pool);
     svc = new ElectionService(ds);
   });
