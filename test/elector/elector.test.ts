@@ -1,0 +1,288 @@
+/**
+ * Contract §5 in one process, on every database: one leader among several electors, callbacks
+ * and events in order, runIfLeader, loss of leadership, the local deadline, error reporting.
+ */
+import type { DataSource } from 'typeorm';
+import { ElectionService, initDb, LeaderElector, LeadershipEndedError } from 'gemstone-utils';
+import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
+import { ns as freshNs } from '../support/rows';
+import { blockEventLoop, kinds, recordingElector, waitFor } from './helpers';
+
+/** Short leases keep the file fast; ticks well inside them. */
+const EXPIRE = 2;
+const INTERVAL = 300;
+
+describeEachDatabase('LeaderElector', (db) => {
+  let ds: DataSource;
+  let svc: ElectionService;
+  const running: LeaderElector[] = [];
+
+  beforeAll(async () => {
+    ds = await db.connect();
+    svc = new ElectionService(ds);
+  });
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((e) => e.stop()));
+  });
+
+  function make(options: Parameters<typeof recordingElector>[1] = {}) {
+    const made = recordingElector(ds, { expireSeconds: EXPIRE, intervalMs: INTERVAL, ...options });
+    running.push(made.elector);
+    return made;
+  }
+
+  async function leaderRow(ns: string) {
+    const [row] = await query<{ leader_id: string | null; term: number | string }>(
+      ds,
+      'SELECT leader_id, term FROM gemstone_election_leader WHERE ns = ?',
+      [ns],
+    );
+    return row ? { leaderId: row.leader_id, term: Number(row.term) } : undefined;
+  }
+
+  test('several electors: exactly one leader, everyone observes it, runIfLeader runs only on the leader', async () => {
+    const ns = freshNs();
+    const all = [make({ ns }), make({ ns }), make({ ns })];
+    await Promise.all(all.map((a) => a.elector.start()));
+    // Over a few ticks, never two leaders at once.
+    for (let i = 0; i < 8; i++) {
+      expect(all.filter((a) => a.elector.isLeader)).toHaveLength(1);
+      await sleep(INTERVAL / 2);
+    }
+    const leader = all.find((a) => a.elector.isLeader)!;
+    const row = await leaderRow(ns);
+    expect(row).toEqual({ leaderId: leader.elector.candidateId, term: 1 });
+    expect(leader.elector.term).toBe(1);
+    await waitFor('every elector to observe the leader', () => all.every((a) => a.elector.leaderId === leader.elector.candidateId));
+
+    const ran: string[] = [];
+    const results = await Promise.all(
+      all.map((a) =>
+        a.elector.runIfLeader((lease) => {
+          ran.push(a.elector.candidateId);
+          expect(lease.signal.aborted).toBe(false);
+          return `term ${lease.term}`;
+        }),
+      ),
+    );
+    expect(ran).toEqual([leader.elector.candidateId]);
+    expect(results.filter((r) => r !== undefined)).toEqual(['term 1']);
+    for (const a of all.filter((x) => x !== leader)) {
+      expect(a.elector.term).toBeNull();
+      expect(a.elector.lease).toBeNull();
+      expect(kinds(a.log, 'started', 'stopped', 'elected', 'demoted')).toEqual([]);
+    }
+  });
+
+  test('callbacks and events in order; the signal aborts before onStoppedLeading; stop() vacates the lease', async () => {
+    const ns = freshNs();
+    const { elector, log } = make({ ns });
+    await elector.start();
+    expect(elector.isLeader).toBe(true);
+    const lease = elector.lease!;
+    expect(lease).toMatchObject({ ns, candidateId: elector.candidateId, term: 1 });
+    await elector.stop();
+
+    expect(kinds(log, 'started', 'elected', 'leader', 'stopped', 'demoted')).toEqual(['started', 'elected', 'leader', 'stopped', 'demoted', 'leader']);
+    expect(log.find((r) => r.kind === 'started')).toEqual({ kind: 'started', term: 1, aborted: false, isLeader: true });
+    expect(log.find((r) => r.kind === 'stopped')).toEqual({ kind: 'stopped', term: 1, aborted: true, isLeader: false, reason: 'stopped' });
+    expect(log.find((r) => r.kind === 'demoted')).toEqual({ kind: 'demoted', term: 1, reason: 'stopped' });
+    expect(log.filter((r) => r.kind === 'newLeader')).toEqual([
+      { kind: 'newLeader', leaderId: elector.candidateId, term: 1 },
+      { kind: 'newLeader', leaderId: null, term: null },
+    ]);
+    expect(lease.signal.reason).toBeInstanceOf(LeadershipEndedError);
+    expect(elector.isLeader).toBe(false);
+    expect(await leaderRow(ns)).toEqual({ leaderId: null, term: 1 });
+    expect(await svc.listCandidates({ ns })).toEqual([]);
+    expect(log.filter((r) => r.kind === 'error')).toEqual([]);
+  });
+
+  test('onStoppedLeading and demoted never fire for an elector that never led', async () => {
+    const ns = freshNs();
+    const leader = make({ ns });
+    await leader.elector.start();
+    const follower = make({ ns });
+    await follower.elector.start();
+    await sleep(INTERVAL * 2);
+    expect(follower.elector.isLeader).toBe(false);
+    await follower.elector.stop();
+    expect(kinds(follower.log, 'started', 'stopped', 'elected', 'demoted')).toEqual([]);
+    expect(follower.log.filter((r) => r.kind === 'leader')).toEqual([{ kind: 'leader', leaderId: leader.elector.candidateId, term: 1 }]);
+    // the follower's unregister left the leader alone
+    expect(leader.elector.isLeader).toBe(true);
+    expect(await leaderRow(ns)).toEqual({ leaderId: leader.elector.candidateId, term: 1 });
+  });
+
+  test('stop() on the leader hands over within one tick; the new term is higher', async () => {
+    const ns = freshNs();
+    const a = make({ ns });
+    await a.elector.start();
+    const b = make({ ns });
+    await b.elector.start();
+    expect(b.elector.isLeader).toBe(false);
+    const stopped = performance.now();
+    await a.elector.stop();
+    await waitFor('the follower to take over', () => b.elector.isLeader, INTERVAL * 1.1 + 2_000);
+    expect(performance.now() - stopped).toBeLessThan(INTERVAL * 1.1 + 2_000);
+    expect(b.elector.term).toBe(2);
+    expect(kinds(b.log, 'started', 'elected')).toEqual(['started', 'elected']);
+  });
+
+  test('leadership taken away in the database: demoted with reason "lost", once, and the new leader observed', async () => {
+    const ns = freshNs();
+    const { elector, log } = make({ ns });
+    await elector.start();
+    const lease = elector.lease!;
+    // Someone else resigns it for us and takes it (as after an expiry the elector did not notice).
+    // One transaction, so that on PostgreSQL the elector cannot re-elect in between.
+    const other = uuid();
+    await ds.transaction(async (session) => {
+      expect(await svc.resign(elector.candidateId, { ns, session })).toBe(true);
+      expect(await svc.elect(other, { ns, session })).toBe(other);
+    });
+    await waitFor('the elector to notice', () => !elector.isLeader, INTERVAL * 1.1 + 2_000);
+    expect(lease.signal.aborted).toBe(true);
+    expect((lease.signal.reason as LeadershipEndedError).reason).toBe('lost');
+    await waitFor('the new leader to be observed', () => elector.leaderId === other);
+    expect(log.filter((r) => r.kind === 'stopped')).toHaveLength(1);
+    expect(log.filter((r) => r.kind === 'demoted')).toEqual([{ kind: 'demoted', term: 1, reason: 'lost' }]);
+    expect(log.filter((r) => r.kind === 'newLeader').at(-1)).toEqual({ kind: 'newLeader', leaderId: other, term: 2 });
+    await sleep(INTERVAL * 2);
+    expect(elector.isLeader).toBe(false);
+  });
+
+  test('event loop blocked past the deadline: isLeader is false at once, before any timer runs', async () => {
+    const ns = freshNs();
+    const { elector, log } = make({ ns });
+    await elector.start();
+    const lease = elector.lease!;
+    blockEventLoop(EXPIRE * 1000 + 100);
+    // Still synchronous: no timer or I/O callback can have run since the block.
+    const demotedBefore = log.some((r) => r.kind === 'demoted');
+    expect(demotedBefore).toBe(false);
+    expect(elector.isLeader).toBe(false);
+    expect(lease.signal.aborted).toBe(true);
+    expect(log.filter((r) => r.kind === 'demoted')).toEqual([{ kind: 'demoted', term: 1, reason: 'lease-expired-locally' }]);
+    expect(await elector.runIfLeader(() => 'ran')).toBeUndefined();
+    // The loop carries on and leads again (nobody else competes).
+    await waitFor('leadership to come back', () => elector.isLeader, INTERVAL * 1.1 + 3_000);
+    expect(log.filter((r) => r.kind === 'stopped')).toHaveLength(1);
+  });
+
+  test('injected clock: the deadline is the clock before the last successful elect plus the lease', async () => {
+    const ns = freshNs();
+    let offset = 0;
+    const clock = () => performance.now() + offset;
+    const { elector, log } = make({ ns, clock, intervalMs: 400 });
+    const before = clock();
+    await elector.start();
+    const after = clock();
+    expect(elector.isLeader).toBe(true);
+    // Just short of the lease measured from before start(): still leader.
+    offset = EXPIRE * 1000 - (clock() - before) - 60;
+    expect(elector.isLeader).toBe(true);
+    // Past the lease measured from after start() (the elect was sent earlier): not leader.
+    offset = EXPIRE * 1000 - (performance.now() - after) + 1;
+    expect(elector.isLeader).toBe(false);
+    expect(log.filter((r) => r.kind === 'demoted')).toEqual([{ kind: 'demoted', term: 1, reason: 'lease-expired-locally' }]);
+  });
+
+  test('a throwing callback or listener is reported as an error and the loop carries on; without a listener it is logged', async () => {
+    const ns = freshNs();
+    const { elector, log } = make({
+      ns,
+      onStartedLeading: () => {
+        throw new Error('boom in onStartedLeading');
+      },
+      onNewLeader: () => Promise.reject(new Error('async boom')) as unknown as void,
+    });
+    elector.on('elected', () => {
+      throw new Error('boom in a listener');
+    });
+    await elector.start();
+    await waitFor('the errors', () => log.filter((r) => r.kind === 'error').length >= 3);
+    const messages = log.flatMap((r) => (r.kind === 'error' ? [r.error.message] : []));
+    expect(messages.some((m) => m.includes('onStartedLeading threw') && m.includes('boom in onStartedLeading'))).toBe(true);
+    expect(messages.some((m) => m.includes('async boom'))).toBe(true);
+    expect(messages.some((m) => m.includes('boom in a listener'))).toBe(true);
+    await sleep(INTERVAL * 2);
+    expect(elector.isLeader).toBe(true);
+
+    const logged: unknown[] = [];
+    const quiet = new LeaderElector({
+      dataSource: ds,
+      ns: freshNs(),
+      expireSeconds: EXPIRE,
+      intervalMs: INTERVAL,
+      logger: { error: (_message, error) => logged.push(error) },
+      onStartedLeading: () => {
+        throw new Error('nobody listens');
+      },
+    });
+    running.push(quiet);
+    await quiet.start();
+    expect(quiet.listenerCount('error')).toBe(0);
+    await waitFor('the error to be logged', () => logged.length > 0);
+    expect(String((logged[0] as Error).message)).toContain('nobody listens');
+    expect(quiet.isLeader).toBe(true);
+  });
+
+  // A second DataSource on the same data (not :memory:) whose logger counts the follower's transactions.
+  (db.shared ? test : test.skip)('one transaction per tick, jittered, for a follower', async () => {
+    const begins: number[] = [];
+    const counting = db.track(
+      await initDb(
+        db.options({
+          logging: ['query'],
+          logger: {
+            logQuery: (q: string) => {
+              if (/^(START TRANSACTION|BEGIN)/i.test(q.trim())) begins.push(performance.now());
+            },
+            logQueryError: () => undefined,
+            logQuerySlow: () => undefined,
+            logSchemaBuild: () => undefined,
+            logMigration: () => undefined,
+            log: () => undefined,
+          },
+        } as never),
+      ),
+    );
+    const ns = freshNs();
+    const leader = make({ ns });
+    await leader.elector.start();
+    const follower = recordingElector(counting, { ns, expireSeconds: EXPIRE, intervalMs: INTERVAL });
+    running.push(follower.elector);
+    begins.length = 0;
+    await follower.elector.start();
+    await sleep(3_000);
+    await follower.elector.stop();
+    const ticks = begins.length - 1; // the last one is stop()'s unregister
+    // ±10% jitter on 300 ms over 3 s: between 3000/330 and 3000/270 + 1 (the first elect).
+    expect(ticks).toBeGreaterThanOrEqual(Math.floor(3_000 / (INTERVAL * 1.1 + 80)));
+    expect(ticks).toBeLessThanOrEqual(Math.ceil(3_000 / (INTERVAL * 0.9)) + 1);
+    const gaps = begins.slice(1, ticks).map((t, i) => t - begins[i]!);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(INTERVAL * 0.9 - 5);
+    expect(Math.max(...gaps) - Math.min(...gaps)).toBeGreaterThan(2); // jittered, not a fixed period
+  });
+
+  test('await using / Symbol.asyncDispose stops the elector and vacates its lease', async () => {
+    const ns = freshNs();
+    const { elector } = make({ ns });
+    await elector.start();
+    expect(elector.isLeader).toBe(true);
+    await elector[Symbol.asyncDispose]();
+    expect(elector.isLeader).toBe(false);
+    expect(elector.running).toBe(false);
+    expect(await leaderRow(ns)).toEqual({ leaderId: null, term: 1 });
+  });
+
+  test('start() rejects a DataSource that is not initialized, and stop() before start() is harmless', async () => {
+    const { DataSource: DataSourceClass } = await import('typeorm');
+    const fresh = new DataSourceClass(db.options());
+    const elector = new LeaderElector({ dataSource: fresh, expireSeconds: EXPIRE, intervalMs: INTERVAL });
+    await expect(elector.stop()).resolves.toBeUndefined();
+    await expect(elector.start()).rejects.toMatchObject({ name: 'ValidationError', parameter: 'options.dataSource' });
+    expect(elector.running).toBe(false);
+  });
+});
