@@ -1,0 +1,58 @@
+/**
+ * Every SQL text the package sends is built without interpolating values (see sql-rule.ts), and
+ * the rule is shown to catch the ways that could go wrong.
+ */
+import * as path from 'path';
+import * as fs from 'fs';
+import { checkSqlSource, checkSqlTree, sourceFiles, stringConstants } from './sql-rule';
+
+const SRC = path.join(__dirname, '..', '..', 'src');
+const constants = stringConstants(new Map([['consts.ts', "export const CHANNEL = 'gemstone_election';\nexport const EVIL = \"x'; DROP TABLE t; --\";"]]));
+const check = (code: string) => checkSqlSource('planted.ts', code, constants);
+
+describe('no SQL text built from values', () => {
+  test('src/: every query text is a literal, render() output or a template of identifier constants', () => {
+    const { violations } = checkSqlTree(SRC);
+    expect(violations.map((v) => `${v.file}:${v.line} ${v.rule}: ${v.code}`)).toEqual([]);
+  });
+
+  test('the rule sees the sinks src/ really has, and flags a bad line planted into real code', () => {
+    // A rule that matched nothing would pass forever: it must find session.ts's query(text) and
+    // the query builder's where() in store.ts, at least.
+    expect(checkSqlTree(SRC).sinks).toBeGreaterThanOrEqual(3);
+    const store = fs.readFileSync(path.join(SRC, 'election', 'store.ts'), 'utf8');
+    const srcConstants = stringConstants(new Map(sourceFiles(SRC).map((f) => [f, fs.readFileSync(f, 'utf8')] as const)));
+    expect(checkSqlSource('store.ts', store, srcConstants)).toEqual([]);
+    const planted = store.replace(".where('l.ns = :ns', { ns })", ".where(`l.ns = '${ns}'`)");
+    expect(planted).not.toBe(store);
+    expect(checkSqlSource('store.ts', planted, srcConstants)).toHaveLength(1);
+    const withRender = "import { render } from './sql';\nasync function run(m, f) { const { text, values } = render(f, 'dollar'); return m.query(text, [...values]); }";
+    expect(check(withRender)).toEqual([]);
+    expect(check(withRender.replace('render(f', 'other(f'))).toHaveLength(1);
+  });
+
+  test.each([
+    ['a template literal interpolating a value', "m.query(`SELECT * FROM t WHERE ns = '${ns}'`)"],
+    ['string concatenation', "dataSource.query('DELETE FROM t WHERE id = ' + id)"],
+    ['a variable built by concatenation', "const text = 'SELECT ' + column; m.query(text)"],
+    ['a variable named like render output but built by hand', "const { text } = { text: `SELECT ${ns}` }; m.query(text)"],
+    ['a template of a constant that is not an identifier', 'client.query(`LISTEN ${EVIL}`)'],
+    ['a template of a local variable', 'client.query(`LISTEN ${channel}`)'],
+    ['a call that returns text', 'runner.query(buildSql(ns), [])'],
+    ['a query-builder condition with interpolation', "qb.where(`l.ns = '${ns}'`)"],
+    ['a query-builder condition from a variable', 'qb.andWhere(condition, {})'],
+    ['a concatenated orWhere', "qb.orWhere('x = ' + x)"],
+    ['a hand-made SqlFragment', 'execute(context, m, new SqlFragment([userText], []))'],
+  ])('catches %s', (_label, code) => {
+    expect(check(code)).toHaveLength(1);
+  });
+
+  test.each([
+    ['a literal', "m.query('SELECT VERSION() AS version')"],
+    ['LISTEN on an identifier constant', 'client.query(`LISTEN ${CHANNEL}`)'],
+    ['a parameterized condition', "qb.where('l.ns = :ns', { ns })"],
+    ['Brackets', "qb.where(new Brackets((b) => b.where('a = :a', { a })))"],
+  ])('allows %s', (_label, code) => {
+    expect(check(code)).toEqual([]);
+  });
+});
