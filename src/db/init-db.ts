@@ -64,6 +64,33 @@ function toDataSource(target: InitDbTarget | undefined): DataSource {
   return new DataSource({ ...options, entities: withRegisteredEntities(options.entities) } as DataSourceOptions);
 }
 
+/** How long initDb retries a SQLite DataSource's `initialize()` that found the file locked. */
+const SQLITE_BUSY_INITIALIZE_RETRY_MS = 15_000;
+
+function isSqliteBusy(error: unknown): boolean {
+  const { code, message } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown; message?: unknown };
+  return /^SQLITE_BUSY/.test(String(code)) || /SQLITE_BUSY|database is locked/i.test(String(message));
+}
+
+/**
+ * TypeORM 0.3's sqlite3 driver switches the file to WAL before it sets the busy timeout, so
+ * processes opening one fresh file together can get SQLITE_BUSY from `initialize()` (which then
+ * closes the connection again): retry it for a while.
+ */
+async function initializeRetryingBusy(dataSource: DataSource): Promise<void> {
+  const sqlite = contextOf(dataSource).sqliteLock !== undefined;
+  const deadline = Date.now() + SQLITE_BUSY_INITIALIZE_RETRY_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await dataSource.initialize();
+      return;
+    } catch (error) {
+      if (!sqlite || dataSource.isInitialized || !isSqliteBusy(error) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250, 5 * 2 ** attempt) * (0.5 + Math.random())));
+    }
+  }
+}
+
 async function initialize(dataSource: DataSource): Promise<void> {
   if (dataSource.isInitialized) {
     const missing = GemstoneDB.entities.filter((entity) => !dataSource.hasMetadata(entity));
@@ -74,7 +101,7 @@ async function initialize(dataSource: DataSource): Promise<void> {
   let pending = initializations.get(dataSource);
   if (!pending) {
     dataSource.setOptions({ entities: withRegisteredEntities(dataSource.options.entities) } as Partial<DataSourceOptions>);
-    pending = dataSource.initialize().then(() => undefined);
+    pending = initializeRetryingBusy(dataSource);
     initializations.set(dataSource, pending);
     pending.catch(() => initializations.delete(dataSource));
   }

@@ -1,0 +1,103 @@
+/**
+ * Contract §1, `options.createTables`: initDb creates the two election tables and their index —
+ * only those; the application's tables are never created, altered or dropped; with `false` no DDL
+ * runs at all, and a later call on the same DataSource creates what was skipped.
+ */
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { ElectionService, initDb, ValidationError } from 'gemstone-utils';
+import { describeEachDatabase, query, snapshot, TestDatabase, uuid } from '../support/databases';
+import { ns } from '../support/rows';
+import { AppGadget, AppWidget, CREATE_APP_WIDGET } from './support/app-entities';
+import { freshOptions } from './support/fresh';
+import { QueryLog } from './support/query-log';
+import { ELECTION_INDEX, ELECTION_TABLES, indexNames, schemaDump, tableNames, tableRows } from './support/schema';
+
+/** A DataSource on a fresh empty database, as an application would build it, recording its SQL. */
+async function appDataSource(db: TestDatabase): Promise<{ ds: DataSource; log: QueryLog }> {
+  const log = new QueryLog();
+  const ds = db.track(new DataSource({ ...(await freshOptions(db)), entities: [AppWidget, AppGadget], logger: log } as DataSourceOptions));
+  return { ds, log };
+}
+
+describeEachDatabase('initDb createTables', (db) => {
+  test('createTables: false runs no DDL; a later initDb creates only the election tables and index', async () => {
+    const { ds, log } = await appDataSource(db);
+    expect(await initDb(ds, { createTables: false })).toBe(ds);
+    expect(ds.isInitialized).toBe(true);
+    expect(log.ddl()).toEqual([]);
+    expect(await tableNames(ds)).toEqual([]);
+
+    // the application's own table, made its own way, with data
+    for (const statement of CREATE_APP_WIDGET) await query(ds, statement);
+    const appTables = await tableNames(ds);
+    const appSchema = await schemaDump(ds, appTables);
+    const appRows = await tableRows(ds, 'app_widget');
+    log.clear();
+
+    await initDb(ds); // createTables defaults to true
+    expect(await tableNames(ds)).toEqual([...appTables, ...ELECTION_TABLES].sort());
+    expect(await tableNames(ds)).not.toContain('app_gadget'); // listed entity of the app: not created
+    expect(await schemaDump(ds, appTables)).toEqual(appSchema);
+    expect(await tableRows(ds, 'app_widget')).toEqual(appRows);
+    // every DDL statement names an election table, none the application's
+    expect(log.ddl().length).toBeGreaterThan(0);
+    for (const statement of log.ddl()) {
+      expect(statement).toMatch(/gemstone_election_(candidate|leader)/);
+      expect(statement).not.toMatch(/app_(widget|gadget)/);
+    }
+
+    const candidateIndexes = await indexNames(ds, 'gemstone_election_candidate');
+    expect(candidateIndexes).toContain(ELECTION_INDEX);
+    expect(candidateIndexes).toHaveLength(2); // the primary key and (ns, expires_at)
+    expect(await indexNames(ds, 'gemstone_election_leader')).toHaveLength(1); // the primary key
+    const indexed = JSON.stringify(await schemaDump(ds, ['gemstone_election_candidate']));
+    expect(indexed).toMatch(new RegExp(`${ELECTION_INDEX}.*ns.*expires_at`, 's'));
+
+    const id = uuid();
+    expect(await new ElectionService(ds).elect(id, { ns: ns() })).toBe(id);
+  });
+
+  test('createTables: false on a fresh database leaves the election tables absent', async () => {
+    const { ds, log } = await appDataSource(db);
+    await initDb(ds, { createTables: false });
+    await initDb(ds, { createTables: false }); // again: still nothing
+    expect(log.ddl()).toEqual([]);
+    expect(await tableNames(ds)).toEqual([]);
+  });
+
+  test('initDb again on the same DataSource is harmless: no DDL, rows and schema unchanged', async () => {
+    const { ds, log } = await appDataSource(db);
+    await initDb(ds);
+    const service = new ElectionService(ds);
+    const space = ns();
+    await service.elect(uuid(), { ns: space });
+    await service.registerCandidate(uuid(), { ns: space });
+    const rows = await snapshot(ds);
+    const schema = await schemaDump(ds, ELECTION_TABLES);
+    log.clear();
+
+    for (const options of [{}, { createTables: true }, { createTables: false }]) {
+      expect(await initDb(ds, options)).toBe(ds);
+    }
+    expect(log.ddl()).toEqual([]); // tables present: no DDL, so roles without DDL rights can call it too
+    expect(await snapshot(ds)).toEqual(rows);
+    expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(schema);
+  });
+
+  test('createTables that is not a boolean is a ValidationError naming it; nothing happens', async () => {
+    const { ds, log } = await appDataSource(db);
+    for (const createTables of ['yes', 1, 0, null, 'false']) {
+      const error = await initDb(ds, { createTables } as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect({ createTables, error }).toEqual({ createTables, error: expect.any(ValidationError) });
+      expect((error as ValidationError).parameter).toBe('options.createTables');
+    }
+    for (const options of [null, 5, 'createTables']) {
+      await expect(initDb(ds, options as never)).rejects.toMatchObject({ name: 'ValidationError', parameter: 'options' });
+    }
+    expect(ds.isInitialized).toBe(false);
+    expect(log.statements).toEqual([]);
+  });
+});
