@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { demoCommand } from './demo/command';
 import { initCommand } from './init';
 import { statusCommand } from './status/command';
 
@@ -10,6 +11,7 @@ export function createProgram(version: string, extra: readonly Command[] = []): 
     .showHelpAfterError('(run with --help for usage)');
   program.addCommand(statusCommand());
   program.addCommand(initCommand());
+  program.addCommand(demoCommand());
   for (const command of extra) program.addCommand(command);
   return program;
 }

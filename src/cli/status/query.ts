@@ -19,14 +19,27 @@ export interface NamespaceStatus {
   candidates: string[];
 }
 
+/** The namespaces, with the database clock at the time of reading (epoch ms). */
+export interface StatusSnapshot {
+  dbNowMs: number;
+  namespaces: NamespaceStatus[];
+}
+
 /**
  * Reads every namespace (or one) from the election tables. A namespace appears when it has a
  * leader row or an active candidate.
  */
 export async function readStatus(dataSource: DataSource, ns?: string): Promise<NamespaceStatus[]> {
+  return (await readSnapshot(dataSource, ns)).namespaces;
+}
+
+/** {@link readStatus} plus the database clock. */
+export async function readSnapshot(dataSource: DataSource, ns?: string): Promise<StatusSnapshot> {
   try {
     return await withManager(dataSource, undefined, async (m, context) => {
       const d = context.dialect;
+      const [clockRow] = await execute(context, m, sql`SELECT ${d.instant(d.now.text)} AS db_now`);
+      const dbNowMs = d.parseInstant(clockRow?.db_now)?.getTime() ?? Number.NaN;
       const leaders = context.table(LEADER_TABLE);
       const candidates = context.table(CANDIDATE_TABLE);
       const onlyNs = ns === undefined ? raw('') : sql` WHERE ns = ${ns}`;
@@ -64,7 +77,8 @@ FROM ${leaders}${onlyNs}`,
       for (const row of candidateRows) entry(String(row.ns)).candidates.push(String(row.candidate_id));
       for (const status of byNs.values()) status.candidates.sort();
       // Sorted here: collations differ between databases.
-      return [...byNs.values()].sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
+      const namespaces = [...byNs.values()].sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
+      return { dbNowMs, namespaces };
     });
   } catch (error) {
     if (isMissingTable(error)) {

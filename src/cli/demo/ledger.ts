@@ -1,0 +1,173 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { DbContext } from '../../db/context';
+import type { DialectName } from '../../db/dialect';
+import { contextOf } from '../../db/context';
+import { execute, inTransaction, withManager } from '../../db/session';
+import { raw, RawSql, sql, SqlFragment } from '../../db/sql';
+import { LEADER_TABLE } from '../../election/schema';
+
+/**
+ * The demo's own tables (created by the demo, never by `initDb`):
+ * - the ledger: one row per leader-only job, written in the same transaction as `assertLeader`;
+ * - the term history: which candidate acquired which term, and when (the leader row's
+ *   `updated_at` at acquisition), recorded by the new leader under fencing.
+ * Together they prove after the fact that no write committed under a stale term.
+ */
+export const LEDGER_TABLE = 'gemstone_demo_ledger';
+export const TERM_TABLE = 'gemstone_demo_term';
+
+function ddl(dialect: DialectName, table: (name: string) => RawSql): SqlFragment[] {
+  const ledger = table(LEDGER_TABLE);
+  const terms = table(TERM_TABLE);
+  const columns = (id: string, instant: string) => [
+    sql`CREATE TABLE IF NOT EXISTS ${ledger} (
+  id ${raw(id)},
+  run_id varchar(36) NOT NULL,
+  ns varchar(255) NOT NULL,
+  term bigint NOT NULL,
+  worker_id varchar(36) NOT NULL,
+  written_at ${raw(instant)} NOT NULL
+)${raw(dialect === 'mysql' ? ' ENGINE=InnoDB' : '')}`,
+    sql`CREATE TABLE IF NOT EXISTS ${terms} (
+  run_id varchar(36) NOT NULL,
+  ns varchar(255) NOT NULL,
+  term bigint NOT NULL,
+  leader_id varchar(36) NOT NULL,
+  started_at ${raw(instant)} NOT NULL,
+  PRIMARY KEY (run_id, ns, term)
+)${raw(dialect === 'mysql' ? ' ENGINE=InnoDB' : '')}`,
+  ];
+  switch (dialect) {
+    case 'postgres':
+      return columns('bigserial PRIMARY KEY', 'timestamptz');
+    case 'mysql':
+      return columns('bigint NOT NULL AUTO_INCREMENT PRIMARY KEY', 'datetime(6)');
+    case 'sqlite':
+      return columns('INTEGER PRIMARY KEY AUTOINCREMENT', 'datetime');
+  }
+}
+
+/** Serializes concurrent demo table creation on PostgreSQL (racing CREATE TABLE IF NOT EXISTS can fail there). */
+const PG_DEMO_DDL_LOCK_KEY = 7_455_301_122;
+
+/** Creates the ledger and term history tables if missing. */
+export async function createDemoTables(dataSource: DataSource): Promise<void> {
+  const context = contextOf(dataSource);
+  const statements = ddl(context.dialect.name, context.table);
+  if (context.dialect.name === 'mysql') {
+    for (const statement of statements) await execute(context, dataSource.manager, statement);
+    return;
+  }
+  await inTransaction(dataSource, undefined, async (m) => {
+    if (context.dialect.name === 'postgres') await execute(context, m, sql`SELECT pg_advisory_xact_lock(${PG_DEMO_DDL_LOCK_KEY})`);
+    for (const statement of statements) await execute(context, m, statement);
+  });
+}
+
+export interface TermKey {
+  runId: string;
+  ns: string;
+  term: number;
+  leaderId: string;
+}
+
+/**
+ * Records a term in the history, copying the acquisition instant from the leader row. Call it
+ * inside a fenced transaction (after `assertLeader` with this term), right after acquisition:
+ * a renewal in between would make `started_at` later, which only weakens the stale check.
+ * Returns false when the leader row no longer shows this term and leader.
+ */
+export async function recordTerm(m: EntityManager, context: DbContext, key: TermKey): Promise<boolean> {
+  const terms = context.table(TERM_TABLE);
+  const leaders = context.table(LEADER_TABLE);
+  await execute(
+    context,
+    m,
+    sql`INSERT INTO ${terms} (run_id, ns, term, leader_id, started_at)
+SELECT ${key.runId}, l.ns, l.term, l.leader_id, l.updated_at FROM ${leaders} l
+WHERE l.ns = ${key.ns} AND l.term = ${key.term} AND l.leader_id = ${key.leaderId}`,
+  );
+  const rows = await execute(
+    context,
+    m,
+    sql`SELECT 1 AS yes FROM ${terms} WHERE run_id = ${key.runId} AND ns = ${key.ns} AND term = ${key.term}`,
+  );
+  return rows.length > 0;
+}
+
+/** Appends one ledger entry, stamped with the database clock. Returns its id. */
+export async function appendEntry(m: EntityManager, context: DbContext, key: TermKey): Promise<number> {
+  const ledger = context.table(LEDGER_TABLE);
+  const d = context.dialect;
+  const values = sql`(${key.runId}, ${key.ns}, ${key.term}, ${key.leaderId}, ${d.now})`;
+  const columns = raw('(run_id, ns, term, worker_id, written_at)');
+  if (d.name === 'postgres') {
+    const [row] = await execute(context, m, sql`INSERT INTO ${ledger} ${columns} VALUES ${values} RETURNING id`);
+    return Number(row?.id);
+  }
+  await execute(context, m, sql`INSERT INTO ${ledger} ${columns} VALUES ${values}`);
+  const [row] = await execute(context, m, d.name === 'mysql' ? sql`SELECT LAST_INSERT_ID() AS id` : sql`SELECT last_insert_rowid() AS id`);
+  return Number(row?.id);
+}
+
+/** A committed ledger entry that a newer term had already superseded, or whose term it did not hold. */
+export interface StaleWrite {
+  id: number;
+  term: number;
+  workerId: string;
+  reason: 'written after a newer term started' | 'term not held by this worker';
+}
+
+export interface LedgerVerdict {
+  /** Ledger rows of this run. */
+  writes: number;
+  /** Terms in the history of this run, ascending. */
+  terms: Array<{ term: number; leaderId: string }>;
+  /** Consecutive terms of this run held by different candidates. */
+  failovers: number;
+  /** Ledger rows written by a stale term: must be empty. */
+  stale: StaleWrite[];
+}
+
+/**
+ * Checks the ledger of one run against its term history, in SQL so instants are compared in the
+ * database's own type and precision. A row is stale when its worker did not hold its term, or
+ * when it was written after a newer term had started (by the database clock).
+ */
+export async function verifyLedger(dataSource: DataSource, runId: string, ns: string): Promise<LedgerVerdict> {
+  return withManager(dataSource, undefined, async (m, context) => {
+    const ledger = context.table(LEDGER_TABLE);
+    const terms = context.table(TERM_TABLE);
+    const [count] = await execute(context, m, sql`SELECT COUNT(*) AS n FROM ${ledger} WHERE run_id = ${runId} AND ns = ${ns}`);
+    const termRows = await execute(context, m, sql`SELECT term, leader_id FROM ${terms} WHERE run_id = ${runId} AND ns = ${ns}`);
+    const history = termRows.map((r) => ({ term: Number(r.term), leaderId: String(r.leader_id) })).sort((a, b) => a.term - b.term);
+    const staleRows = await execute(
+      context,
+      m,
+      sql`SELECT w.id, w.term, w.worker_id,
+  CASE WHEN EXISTS (SELECT 1 FROM ${terms} t WHERE t.run_id = w.run_id AND t.ns = w.ns AND t.term = w.term AND t.leader_id = w.worker_id)
+       THEN 1 ELSE 0 END AS held
+FROM ${ledger} w
+WHERE w.run_id = ${runId} AND w.ns = ${ns} AND (
+  NOT EXISTS (SELECT 1 FROM ${terms} t WHERE t.run_id = w.run_id AND t.ns = w.ns AND t.term = w.term AND t.leader_id = w.worker_id)
+  OR EXISTS (SELECT 1 FROM ${terms} t WHERE t.run_id = w.run_id AND t.ns = w.ns AND t.term > w.term AND t.started_at < w.written_at))`,
+    );
+    let failovers = 0;
+    for (let i = 1; i < history.length; i++) if (history[i]!.leaderId !== history[i - 1]!.leaderId) failovers++;
+    return {
+      writes: Number(count?.n ?? 0),
+      terms: history,
+      failovers,
+      stale: staleRows
+        .map(
+          (r): StaleWrite => ({
+            id: Number(r.id),
+            term: Number(r.term),
+            workerId: String(r.worker_id),
+            reason: Number(r.held) === 1 ? 'written after a newer term started' : 'term not held by this worker',
+          }),
+        )
+        .sort((a, b) => a.id - b.id),
+    };
+  });
+}

@@ -1,0 +1,32 @@
+/** Defaults of `gemstone-election demo`, chosen so failovers happen within seconds. */
+export const DEFAULT_DEMO_WORKERS = 3;
+export const DEFAULT_DEMO_DURATION_SECONDS = 30;
+/** Short lease so a dead leader is replaced quickly (production default is 60 s). */
+export const DEFAULT_DEMO_LEASE_SECONDS = 2;
+export const DEFAULT_CHAOS_EVERY_SECONDS = 4;
+export const DEFAULT_DEMO_NS = 'demo';
+/** Simulated duration of one leader-only job before its ledger entry commits. */
+export const DEFAULT_DEMO_WORK_MS = 300;
+/** Pause between two jobs of the leader. */
+export const DEFAULT_DEMO_GAP_MS = 150;
+/** A SIGKILLed worker is replaced by a fresh process (new candidate id) after this delay. */
+export const RESPAWN_DELAY_MS = 1000;
+/** A SIGSTOPped leader is continued this long after its lease ran out, so the others take over first. */
+export const PAUSE_BEYOND_LEASE_MS = 1000;
+/** How often the supervisor reads the leader row (for lease left and the leaderless time). */
+export const POLL_MS = 100;
+
+export interface DemoOptions {
+  url?: string;
+  workers: number;
+  duration: number;
+  lease: number;
+  chaos: boolean;
+  chaosEvery: number;
+  ns: string;
+  workMs: number;
+  gapMs: number;
+  unfenced: boolean;
+  json: boolean;
+  plain: boolean;
+}

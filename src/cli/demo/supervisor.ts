@@ -1,0 +1,343 @@
+import { ChildProcess, fork } from 'child_process';
+import { randomUUID } from 'crypto';
+import * as path from 'path';
+import * as readline from 'readline';
+import type { DataSource } from 'typeorm';
+import { duration, shortId } from '../format';
+import { oneLine } from '../errors';
+import { readSnapshot } from '../status/query';
+import { LeaderlessTracker } from './gap';
+import type { WorkerConfig, WorkerMessage } from './messages';
+import { DemoOptions, PAUSE_BEYOND_LEASE_MS, POLL_MS, RESPAWN_DELAY_MS } from './options';
+import type { DemoEvent, DemoOutput, Tone, WorkerRow } from './view';
+
+/** How long stopping workers may take (elector.stop hands over) before they are killed. */
+const STOP_GRACE_MS = 5000;
+const WORKER_SCRIPT = path.join(__dirname, 'worker.js');
+
+interface Slot extends WorkerRow {
+  index: number;
+  child: ChildProcess | undefined;
+  ready: boolean;
+  /** Set while this process is the target of a chaos action: its exit is expected. */
+  chaosKilled: boolean;
+}
+
+/** What the supervisor observed, for the summary. */
+export interface Observations {
+  kills: number;
+  pauses: number;
+  fencedRejections: number;
+  workerErrors: number;
+  longestLeaderlessMs: number | null;
+  /** Longest time from a chaos action to another worker's election (host clock). */
+  longestTakeoverMs: number | null;
+  finalTerm: number | null;
+}
+
+/**
+ * Runs the worker processes, the chaos monkey and the live view; the ledger verdict is computed
+ * afterwards from the database (see `ledger.ts`), not from what the workers said.
+ */
+export class Supervisor {
+  readonly #slots: Slot[] = [];
+  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #gaps: LeaderlessTracker;
+  readonly #startedAt = Date.now();
+  #stopping = false;
+  #leaderSeen = false;
+  #chaosTurn = 0;
+  #polling = false;
+  #finalTerm: number | null = null;
+  #lastDbNowMs = Number.NaN;
+  #fatal: Error | undefined;
+  /** The leader as the last poll saw it. */
+  #currentLeader: string | null = null;
+  /** The latest chaos action not yet followed by another worker's election (host monotonic clock: display only). */
+  #disrupted: { at: number; candidateId: string | undefined } | undefined;
+  #longestTakeoverMs: number | null = null;
+  readonly counts = { kills: 0, pauses: 0, fencedRejections: 0, workerErrors: 0 };
+
+  constructor(
+    private readonly options: DemoOptions,
+    private readonly url: string,
+    private readonly dataSource: DataSource,
+    private readonly runId: string,
+    private readonly output: DemoOutput,
+    private readonly title: string,
+  ) {
+    this.#gaps = new LeaderlessTracker(options.lease * 1000);
+  }
+
+  /** Runs until `duration` is over or {@link requestStop}; resolves after every child exited. */
+  async run(): Promise<Observations> {
+    for (let i = 0; i < this.options.workers; i++) this.#spawn(i);
+    await new Promise<void>((resolve) => {
+      this.#every(POLL_MS, () => void this.#poll());
+      this.#every(200, () => this.#render());
+      this.#after(this.options.duration * 1000, () => resolve());
+      this.requestStop = () => resolve();
+    });
+    this.#stopping = true;
+    await this.#pollNow();
+    this.#gaps.close(this.#lastDbNowMs);
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    this.#event('stopping the workers (each hands over leadership as it stops)', 'info');
+    await this.#stopAll();
+    this.#render();
+    if (this.#fatal) throw this.#fatal;
+    return { ...this.counts, longestLeaderlessMs: this.#gaps.longestMs, longestTakeoverMs: this.#longestTakeoverMs, finalTerm: this.#finalTerm };
+  }
+
+  /** Ends the run early (Ctrl-C). Replaced by `run()` with its resolver. */
+  requestStop: () => void = () => undefined;
+
+  /** Last resort on a second Ctrl-C: SIGKILL every child now. */
+  killAll(): void {
+    for (const slot of this.#slots) {
+      slot.child?.kill('SIGCONT');
+      slot.child?.kill('SIGKILL');
+    }
+  }
+
+  #every(ms: number, work: () => void): void {
+    const tick = () => {
+      work();
+      this.#after(ms, tick);
+    };
+    this.#after(ms, tick);
+  }
+
+  #after(ms: number, work: () => void): void {
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      work();
+    }, ms);
+    this.#timers.add(timer);
+  }
+
+  #event(text: string, tone: Tone, routine = false): void {
+    const event: DemoEvent = { at: new Date(), text, tone, routine };
+    this.output.event(event);
+  }
+
+  #act(slot: Slot, action: string): void {
+    slot.lastAction = action;
+    slot.lastActionAt = Date.now();
+  }
+
+  #spawn(index: number): void {
+    const candidateId = randomUUID();
+    const name = `worker-${index + 1}`;
+    const config: WorkerConfig = {
+      name,
+      url: this.url,
+      ns: this.options.ns,
+      runId: this.runId,
+      candidateId,
+      expireSeconds: this.options.lease,
+      workMs: this.options.workMs,
+      gapMs: this.options.gapMs,
+      unfenced: this.options.unfenced,
+    };
+    // execArgv is inherited: a `-r` preload of the parent (e.g. the TypeORM line switch) applies too.
+    const child = fork(WORKER_SCRIPT, [JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    const slot: Slot = {
+      index,
+      name,
+      pid: child.pid,
+      candidateId,
+      role: 'starting',
+      term: null,
+      leaseLeftMs: null,
+      lastAction: 'starting',
+      lastActionAt: Date.now(),
+      child,
+      ready: false,
+      chaosKilled: false,
+    };
+    this.#slots[index] = slot;
+    this.#event(`${name} started (pid ${child.pid}, candidate ${shortId(candidateId)})`, 'info');
+    for (const stream of [child.stdout, child.stderr]) {
+      if (!stream) continue;
+      readline.createInterface({ input: stream }).on('line', (line) => {
+        if (line.trim() !== '') this.#event(`${name}: ${line}`, 'warn');
+      });
+    }
+    child.on('message', (message: WorkerMessage) => this.#onMessage(slot, message));
+    child.on('exit', (code, signal) => this.#onExit(slot, code, signal));
+  }
+
+  #onMessage(slot: Slot, message: WorkerMessage): void {
+    switch (message.kind) {
+      case 'ready':
+        slot.ready = true;
+        if (slot.role === 'starting') slot.role = 'follower';
+        this.#act(slot, 'candidate');
+        break;
+      case 'elected':
+        if (this.#disrupted && this.#disrupted.candidateId !== slot.candidateId) {
+          const takeoverMs = performance.now() - this.#disrupted.at;
+          this.#longestTakeoverMs = Math.max(this.#longestTakeoverMs ?? 0, takeoverMs);
+          this.#disrupted = undefined;
+        }
+        slot.role = 'leader';
+        slot.term = message.term;
+        this.#act(slot, `elected (term ${message.term})`);
+        this.#event(`${slot.name} became leader (term ${message.term})`, 'good');
+        break;
+      case 'demoted':
+        if (slot.role === 'leader' || slot.role === 'resumed') slot.role = 'follower';
+        this.#act(slot, `stepped down (term ${message.term})`);
+        this.#event(`${slot.name} stopped leading term ${message.term}: ${message.reason}`, 'warn');
+        break;
+      case 'leader':
+        if (slot.role !== 'leader') slot.term = message.term;
+        break;
+      case 'working':
+        this.#act(slot, `job running (term ${message.term})`);
+        break;
+      case 'wrote':
+        this.#act(slot, `ledger #${message.entryId} (term ${message.term})`);
+        this.#event(`${slot.name} committed ledger entry #${message.entryId} (term ${message.term})`, 'info', true);
+        break;
+      case 'fenced':
+        this.counts.fencedRejections++;
+        this.#act(slot, `write refused (term ${message.term})`);
+        this.#event(
+          `${slot.name} write with term ${message.term} refused by assertLeader: leader row is at term ${message.currentTerm ?? '-'}, held by ${this.#nameOf(message.leaderId)}`,
+          'warn',
+        );
+        break;
+      case 'error':
+        this.counts.workerErrors++;
+        this.#event(`${slot.name} error: ${message.message}`, 'bad');
+        break;
+      case 'stopped':
+        this.#act(slot, 'stopped');
+        break;
+    }
+  }
+
+  #onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.#slots[slot.index] !== slot) return;
+    slot.child = undefined;
+    slot.leaseLeftMs = null;
+    if (this.#stopping) {
+      slot.role = 'stopped';
+      return;
+    }
+    if (slot.chaosKilled) {
+      slot.role = 'killed';
+    } else {
+      slot.role = 'stopped';
+      this.#event(`${slot.name} exited unexpectedly (${signal ?? `code ${code}`})`, 'bad');
+      if (!slot.ready) {
+        this.#fatal = new Error(`${slot.name} could not start (see the error above)`);
+        this.requestStop();
+        return;
+      }
+    }
+    this.#after(RESPAWN_DELAY_MS, () => {
+      if (!this.#stopping) this.#spawn(slot.index);
+    });
+  }
+
+  #nameOf(candidateId: string | null): string {
+    if (candidateId === null) return 'nobody';
+    return this.#slots.find((s) => s.candidateId === candidateId)?.name ?? shortId(candidateId);
+  }
+
+  async #poll(): Promise<void> {
+    if (this.#polling || this.#stopping) return;
+    await this.#pollNow();
+  }
+
+  async #pollNow(): Promise<void> {
+    this.#polling = true;
+    try {
+      const snapshot = await readSnapshot(this.dataSource, this.options.ns);
+      const row = snapshot.namespaces[0];
+      this.#lastDbNowMs = snapshot.dbNowMs;
+      this.#finalTerm = row?.term ?? null;
+      const sample = {
+        dbNowMs: snapshot.dbNowMs,
+        leaderId: row?.leaderId ?? null,
+        term: row?.term ?? null,
+        leaseLeftMs: row?.leaseLeftMs ?? null,
+      };
+      if (this.#stopping) return;
+      this.#gaps.observe(sample);
+      for (const slot of this.#slots) slot.leaseLeftMs = slot.candidateId === sample.leaderId ? sample.leaseLeftMs : null;
+      if (sample.leaderId && !this.#leaderSeen && this.options.chaos) {
+        this.#leaderSeen = true;
+        this.#every(this.options.chaosEvery * 1000, () => this.#chaos());
+      }
+      this.#currentLeader = sample.leaderId;
+    } catch (error) {
+      this.#event(`reading the leader row failed: ${oneLine(error)}`, 'bad');
+    } finally {
+      this.#polling = false;
+    }
+  }
+
+
+  /** Kills or pauses the current leader (alternating), as the database shows it. */
+  #chaos(): void {
+    // The database's view first; a leader elected since the last poll has already said so.
+    const leader =
+      this.#slots.find((s) => s.child && s.candidateId === this.#currentLeader && s.role !== 'paused') ??
+      this.#slots.find((s) => s.child && s.role === 'leader');
+    if (!leader?.child) {
+      this.#event('chaos: no live leader to disrupt right now', 'info');
+      return;
+    }
+    const child = leader.child;
+    const kill = this.#chaosTurn++ % 2 === 0;
+    this.#disrupted ??= { at: performance.now(), candidateId: leader.candidateId };
+    if (kill) {
+      this.counts.kills++;
+      leader.chaosKilled = true;
+      this.#event(`chaos: SIGKILL ${leader.name} (leader, term ${leader.term ?? '-'})`, 'bad');
+      this.#act(leader, 'killed by chaos');
+      child.kill('SIGKILL');
+      return;
+    }
+    this.counts.pauses++;
+    const pauseMs = this.options.lease * 1000 + PAUSE_BEYOND_LEASE_MS;
+    this.#event(`chaos: SIGSTOP ${leader.name} (leader, term ${leader.term ?? '-'}) for ${duration(pauseMs)}, longer than its lease`, 'bad');
+    leader.role = 'paused';
+    this.#act(leader, 'paused by chaos');
+    child.kill('SIGSTOP');
+    this.#after(pauseMs, () => {
+      if (leader.child !== child) return;
+      child.kill('SIGCONT');
+      leader.role = 'resumed';
+      this.#act(leader, 'resumed');
+      this.#event(`chaos: SIGCONT ${leader.name}`, 'info');
+    });
+  }
+
+  #render(): void {
+    const elapsedMs = Date.now() - this.#startedAt;
+    this.output.render({ title: this.title, elapsedMs, durationMs: this.options.duration * 1000 }, this.#slots);
+  }
+
+  async #stopAll(): Promise<void> {
+    const exits = this.#slots.map((slot) => {
+      const child = slot.child;
+      if (!child) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const force = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+        child.once('exit', () => {
+          clearTimeout(force);
+          resolve();
+        });
+        child.kill('SIGCONT'); // a paused worker could not handle SIGTERM
+        child.kill('SIGTERM');
+      });
+    });
+    await Promise.all(exits);
+  }
+}

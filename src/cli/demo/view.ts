@@ -1,0 +1,118 @@
+import Table from 'cli-table3';
+import pc from 'picocolors';
+import { clock, duration, shortId, tableStyle } from '../format';
+
+export type Role = 'starting' | 'follower' | 'leader' | 'paused' | 'resumed' | 'killed' | 'stopped';
+export type Tone = 'info' | 'good' | 'warn' | 'bad';
+
+/** What the view shows of one worker slot. */
+export interface WorkerRow {
+  name: string;
+  pid: number | undefined;
+  candidateId: string | undefined;
+  role: Role;
+  /** Own term while leading, else the last observed leader's term. */
+  term: number | null;
+  leaseLeftMs: number | null;
+  lastAction: string;
+  lastActionAt: number;
+}
+
+export interface DemoEvent {
+  at: Date;
+  text: string;
+  tone: Tone;
+  /** Frequent events (ledger writes) stay out of the live view's event log. */
+  routine?: boolean;
+}
+
+export interface Header {
+  title: string;
+  elapsedMs: number;
+  durationMs: number;
+}
+
+/** Where the demo reports: a live view on a terminal, plain log lines elsewhere. */
+export interface DemoOutput {
+  event(event: DemoEvent): void;
+  render(header: Header, rows: readonly WorkerRow[]): void;
+  /** Leaves the terminal as a log would: the final frame stays on screen. */
+  close(): void;
+}
+
+const paint: Record<Tone, (text: string) => string> = { info: (t) => t, good: pc.green, warn: pc.yellow, bad: pc.red };
+
+const roleText: Record<Role, (text: string) => string> = {
+  leader: (t) => pc.bold(pc.green(t)),
+  follower: (t) => t,
+  starting: pc.dim,
+  paused: pc.yellow,
+  resumed: pc.yellow,
+  killed: pc.red,
+  stopped: pc.dim,
+};
+
+/** Plain lines (`HH:MM:SS.mmm text`) for pipes and CI, to the given stream. */
+export class PlainLog implements DemoOutput {
+  constructor(private readonly stream: NodeJS.WritableStream) {}
+  event(event: DemoEvent): void {
+    this.stream.write(`${clock(event.at)} ${event.text}\n`);
+  }
+  render(): void {}
+  close(): void {}
+}
+
+/** A table redrawn in place (one row per worker) above the latest events. */
+export class LiveView implements DemoOutput {
+  readonly #events: DemoEvent[] = [];
+  #lines = 0;
+
+  constructor(
+    private readonly stream: NodeJS.WriteStream,
+    private readonly maxEvents = 12,
+  ) {
+    stream.write('\x1b[?25l'); // hide the cursor while redrawing
+  }
+
+  event(event: DemoEvent): void {
+    if (event.routine) return;
+    this.#events.push(event);
+    if (this.#events.length > this.maxEvents) this.#events.shift();
+  }
+
+  render(header: Header, rows: readonly WorkerRow[]): void {
+    const table = new Table({
+      head: ['worker', 'pid', 'candidate', 'role', 'term', 'lease left', 'last action'],
+      style: tableStyle(),
+    });
+    const now = Date.now();
+    for (const row of rows) {
+      table.push([
+        row.name,
+        row.pid === undefined ? '-' : String(row.pid),
+        shortId(row.candidateId),
+        roleText[row.role](row.role),
+        row.term === null ? '-' : String(row.term),
+        duration(row.leaseLeftMs),
+        `${row.lastAction} ${pc.dim(`(${duration(now - row.lastActionAt)} ago)`)}`,
+      ]);
+    }
+    const progress = `${(header.elapsedMs / 1000).toFixed(1)}s / ${(header.durationMs / 1000).toFixed(0)}s`;
+    const lines = [
+      `${pc.bold(header.title)}  ${pc.dim(progress)}`,
+      ...table.toString().split('\n'),
+      pc.bold('events'),
+      ...this.#events.map((e) => `  ${pc.dim(clock(e.at))} ${paint[e.tone](e.text)}`),
+    ];
+    // Move up over the previous frame and redraw it line by line, clearing leftovers.
+    let frame = this.#lines > 0 ? `\x1b[${this.#lines}A` : '';
+    frame += lines.map((line) => `\x1b[2K${line}\n`).join('');
+    frame += '\x1b[J';
+    this.stream.write(frame);
+    this.#lines = lines.length;
+  }
+
+  close(): void {
+    this.stream.write('\x1b[?25h');
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * One demo worker process (forked by the supervisor in `supervisor.ts`): a LeaderElector plus a
+ * leader-only job that appends to the demo ledger, fenced by `assertLeader` with its term.
+ */
+import 'reflect-metadata';
+import type { DataSource } from 'typeorm';
+import { initDb } from '../../db/init-db';
+import { inTransaction } from '../../db/session';
+import { NotLeaderError } from '../../errors';
+import { ElectionService, LeaderElector } from '../../election';
+import type { Lease } from '../../election';
+import { oneLine } from '../errors';
+import { cliOptions } from '../target';
+import { appendEntry, recordTerm } from './ledger';
+import type { WorkerConfig, WorkerMessage } from './messages';
+
+const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function send(message: WorkerMessage): void {
+  if (process.connected) process.send?.(message);
+}
+
+let stopping = false;
+let elector: LeaderElector | undefined;
+let dataSource: DataSource | undefined;
+
+/** Term history entries, once per term: written by the new leader under fencing, right after acquisition. */
+const recordedTerms = new Map<number, Promise<boolean>>();
+
+function ensureTermRecorded(service: ElectionService, lease: Lease): Promise<boolean> {
+  let recorded = recordedTerms.get(lease.term);
+  if (!recorded) {
+    const key = { runId: config.runId, ns: config.ns, term: lease.term, leaderId: config.candidateId };
+    recorded = inTransaction(dataSource!, undefined, async (m, context) => {
+      await service.assertLeader(config.candidateId, { ns: config.ns, term: lease.term, session: m });
+      return recordTerm(m, context, key);
+    }).catch((error: unknown) => {
+      if (!(error instanceof NotLeaderError)) send({ kind: 'error', message: `recording term ${lease.term}: ${oneLine(error)}` });
+      return false;
+    });
+    recordedTerms.set(lease.term, recorded);
+  }
+  return recorded;
+}
+
+/**
+ * The leader-only job: "work" for a while, then commit a ledger entry. Deliberately no local
+ * check of the lease before the commit: a process paused mid-job (GC, SIGSTOP, a slow disk)
+ * would pass it and then write late. `assertLeader` in the same transaction is what refuses it.
+ */
+async function job(service: ElectionService, lease: Lease): Promise<void> {
+  if (!(await ensureTermRecorded(service, lease))) return;
+  send({ kind: 'working', term: lease.term });
+  await sleep(config.workMs);
+  const key = { runId: config.runId, ns: config.ns, term: lease.term, leaderId: config.candidateId };
+  try {
+    // inTransaction (not dataSource.transaction): on SQLite it shares the connection with the
+    // elector's ticks, so it takes the library's in-process lock and retries a busy database.
+    const entryId = await inTransaction(dataSource!, undefined, async (m, context) => {
+      if (!config.unfenced) await service.assertLeader(config.candidateId, { ns: config.ns, term: lease.term, session: m });
+      return appendEntry(m, context, key);
+    });
+    send({ kind: 'wrote', term: lease.term, entryId });
+  } catch (error) {
+    if (error instanceof NotLeaderError) send({ kind: 'fenced', term: lease.term, currentTerm: error.term, leaderId: error.leaderId });
+    else send({ kind: 'error', message: `ledger write: ${oneLine(error)}` });
+  }
+}
+
+async function stop(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    await elector?.stop().catch(() => undefined);
+    if (dataSource?.isInitialized) await dataSource.destroy().catch(() => undefined);
+    send({ kind: 'stopped' });
+  }
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  // Ctrl-C reaches the whole process group: the supervisor decides when workers stop (SIGTERM).
+  process.on('SIGINT', () => undefined);
+  process.on('SIGTERM', () => void stop(0));
+  process.on('disconnect', () => void stop(0)); // the supervisor is gone
+
+  dataSource = await initDb(cliOptions(config.url), { createTables: false });
+  const service = new ElectionService(dataSource, { expireSeconds: config.expireSeconds });
+  elector = new LeaderElector({
+    dataSource,
+    ns: config.ns,
+    candidateId: config.candidateId,
+    expireSeconds: config.expireSeconds,
+    // Record the term at once: the history's start instant is the leader row's acquisition time.
+    onStartedLeading: (lease) => void ensureTermRecorded(service, lease),
+  });
+  elector.on('elected', (lease) => send({ kind: 'elected', term: lease.term }));
+  elector.on('demoted', (lease, reason) => send({ kind: 'demoted', term: lease.term, reason }));
+  elector.on('leader', (leaderId, term) => send({ kind: 'leader', leaderId, term }));
+  elector.on('error', (error) => send({ kind: 'error', message: oneLine(error) }));
+  await elector.start();
+  send({ kind: 'ready', candidateId: elector.candidateId });
+
+  while (!stopping) {
+    const ran = await elector.runIfLeader((lease) => job(service, lease).then(() => true));
+    await sleep(ran ? config.gapMs : 50);
+  }
+}
+
+main().catch((error: unknown) => {
+  send({ kind: 'error', message: `worker failed: ${oneLine(error)}` });
+  void stop(1);
+});
