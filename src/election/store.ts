@@ -24,6 +24,14 @@ export interface LeaderRow {
   updatedAt: Date;
 }
 
+/** What one `elect` decided, as {@link ElectionStore.electInOneStatement} reports it. */
+export interface ElectDecision {
+  leaderId: string;
+  term: number;
+  isLeader: boolean;
+  acquired: boolean;
+}
+
 /** PostgreSQL channel on which lease changes are announced (delivered at commit). */
 export const NOTIFY_CHANNEL = 'gemstone_election';
 
@@ -122,6 +130,65 @@ ${d.insertIfAbsent(['ns'])}`,
       const [row] = await execute(context, m, sql`SELECT ${raw(selectLeader('l'))} FROM ${leaders} l WHERE l.ns = ${ns}`);
       return row ? toRow(row) : undefined;
     },
+
+    /**
+     * PostgreSQL: the whole `elect` of an existing namespace in ONE statement (one round trip, one
+     * transaction when run outside the caller's), returning what it decided; undefined when the
+     * namespace has no leader row yet (nothing was written: the caller takes the general path).
+     *
+     * Same protocol as the general path, step for step (contract §3 rules 2, 6, 7):
+     * - `locked` reads the leader row `FOR UPDATE`; `lease` and `touch` take their input rows
+     *   from it, so the leader row is locked before the candidate row is written (lock order).
+     * - `live` is judged by `clock_timestamp()` in `seen`, evaluated above the lock, so after
+     *   waiting for the lock it is the clock of that moment, not of the statement's start.
+     * - Under READ COMMITTED the locked read returns the newest committed row, and the UPDATE
+     *   re-reads that newest version before writing it: a takeover committed while we waited is
+     *   seen, never overwritten.
+     * - The announcement (pg_notify, delivered at commit) is sent only when the lease changed
+     *   hands, with the same payload fields as {@link announce}.
+     */
+    electInOneStatement:
+      d.name !== 'postgres'
+        ? undefined
+        : async (m: EntityManager, ns: string, candidateId: string, expireSeconds: number): Promise<ElectDecision | undefined> => {
+            const [row] = await execute(
+              context,
+              m,
+              sql`WITH locked AS (
+  SELECT ns, leader_id, term, lease_expires_at FROM ${leaders} WHERE ns = CAST(${ns} AS varchar) FOR UPDATE
+), seen AS (
+  SELECT ns, leader_id, term, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
+), decided AS (
+  SELECT ns, leader_id, term, live, (live AND leader_id = CAST(${candidateId} AS varchar)) AS renewing,
+    (NOT live OR leader_id = CAST(${candidateId} AS varchar)) AS takes
+  FROM seen
+), lease AS (
+  UPDATE ${leaders} AS l
+  SET leader_id = CAST(${candidateId} AS varchar), term = CASE WHEN decided.renewing THEN decided.term ELSE decided.term + 1 END,
+    lease_expires_at = ${d.nowPlus(expireSeconds)}, updated_at = clock_timestamp()
+  FROM decided WHERE l.ns = decided.ns AND decided.takes
+  RETURNING l.ns, l.leader_id, l.term
+), touch AS (
+  INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at)
+  SELECT ns, CAST(${candidateId} AS varchar), clock_timestamp(), ${d.nowPlus(expireSeconds)} FROM decided
+  ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at
+), announced AS (
+  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('ns', lease.ns, 'leaderId', lease.leader_id, 'term', lease.term)::text)
+  FROM lease, decided WHERE NOT decided.renewing
+)
+SELECT decided.leader_id, decided.term, decided.renewing, decided.takes, lease.term AS new_term,
+  (SELECT count(*) FROM announced) AS announced
+FROM decided LEFT JOIN lease ON true`,
+            );
+            if (!row) return undefined;
+            const takes = sqlBool(row.takes);
+            return {
+              leaderId: takes ? candidateId : (row.leader_id as string),
+              term: Number(takes ? row.new_term : row.term),
+              isLeader: takes,
+              acquired: takes && !sqlBool(row.renewing),
+            };
+          },
 
     /** Gives the lease to `leaderId` under `term` until now + expireSeconds. */
     async setLeader(m: EntityManager, ns: string, leaderId: string, term: number, expireSeconds: number): Promise<void> {
