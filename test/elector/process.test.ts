@@ -1,0 +1,196 @@
+/**
+ * Contract §5 across processes (test/support/workers/elector-worker.js on dist/): a killed leader
+ * is replaced after its lease; a paused leader demotes itself before doing leader work and the
+ * fence keeps its stale term out of the ledger; killed connections are reported and survived;
+ * SIGTERM hands over at once.
+ */
+import type { DataSource } from 'typeorm';
+import { describeEachDatabase, query, sleep, TestDatabase } from '../support/databases';
+import { ns as freshNs } from '../support/rows';
+import { adminConnection, killConnections, leaderRowLocked } from './db-admin';
+import { WorkerConfig, WorkerProcess } from './worker-process';
+
+const EXPIRE = 2;
+const INTERVAL = 400;
+const LEASE_MS = EXPIRE * 1000;
+/** A noisy shared machine: added to every upper bound. */
+const SLACK_MS = 3_000;
+
+function ledgerDdl(kind: TestDatabase['kind']): string {
+  const id =
+    kind === 'postgres' ? 'id BIGSERIAL PRIMARY KEY' : kind === 'mariadb' ? 'id BIGINT AUTO_INCREMENT PRIMARY KEY' : 'id INTEGER PRIMARY KEY AUTOINCREMENT';
+  return `CREATE TABLE elector_ledger (${id}, term INT NOT NULL, candidate_id VARCHAR(36) NOT NULL, seq INT NOT NULL)`;
+}
+
+describeEachDatabase(
+  'LeaderElector across processes',
+  (db) => {
+    let ds: DataSource;
+    const workers: WorkerProcess[] = [];
+
+    beforeAll(async () => {
+      ds = await db.connect();
+      await ds.query(ledgerDdl(db.kind));
+    });
+    afterEach(async () => {
+      await Promise.all(workers.splice(0).map((w) => w.shutdown()));
+    });
+
+    function worker(config: Partial<WorkerConfig> & { ns: string }): WorkerProcess {
+      const w = new WorkerProcess({ url: db.url(), expireSeconds: EXPIRE, intervalMs: INTERVAL, ...config });
+      workers.push(w);
+      return w;
+    }
+
+    /** Starts two workers, the first of which becomes leader. */
+    async function leaderAndFollower(config: Partial<WorkerConfig> & { ns: string }) {
+      const leader = worker(config);
+      expect((await leader.ready()).isLeader).toBe(true);
+      const follower = worker(config);
+      expect((await follower.ready()).isLeader).toBe(false);
+      return { leader, follower };
+    }
+
+    test('SIGKILL the leader: another process leads after the lease runs out, within lease + tick', async () => {
+      const ns = freshNs();
+      const { leader, follower } = await leaderAndFollower({ ns });
+      const from = follower.lines.length;
+      await sleep(INTERVAL * 2); // a few renewals
+      leader.signal('SIGKILL');
+      const killedAt = Date.now();
+      const elected = await follower.waitFor('the follower to be elected', (l) => l.event === 'elected', LEASE_MS + INTERVAL * 1.1 + SLACK_MS, from);
+      const took = elected.t - killedAt;
+      expect((await leader.exited).signal).toBe('SIGKILL');
+      // Not before the killed leader's lease ran out (it was renewed at most one tick before the kill)…
+      expect(took).toBeGreaterThanOrEqual(LEASE_MS - INTERVAL * 1.1 - 300);
+      // …and no later than one tick after.
+      expect(took).toBeLessThanOrEqual(LEASE_MS + INTERVAL * 1.1 + SLACK_MS);
+      expect(elected.term).toBe(2);
+    });
+
+    test('SIGSTOP the leader past its lease, then SIGCONT: it demotes itself before any leader work, and the fence rejects its stale term', async () => {
+      const ns = freshNs();
+      const { leader: stale, follower: next } = await leaderAndFollower({ ns, ledgerEveryMs: 100 });
+      await stale.waitFor('some leader work', () => stale.events('work-done').length >= 3);
+
+      // Pause it while it holds no lock (a pause inside a transaction would block everyone: that
+      // is what the fence is for, but then nobody could take over during the pause).
+      for (let attempt = 0; ; attempt++) {
+        stale.signal('SIGSTOP');
+        await sleep(40);
+        if (!(await leaderRowLocked(db, ns))) break;
+        stale.signal('SIGCONT');
+        if (attempt > 30) throw new Error('the leader always held a lock when paused');
+        await sleep(20 + Math.random() * 60);
+      }
+      const pausedAt = Date.now();
+      const mark = stale.lines.length;
+      const staleTerm = stale.events('elected').at(-1)!.term as number;
+
+      const elected = await next.waitFor('the follower to take over', (l) => l.event === 'elected', LEASE_MS + INTERVAL * 1.1 + SLACK_MS);
+      expect(elected.t - pausedAt).toBeGreaterThanOrEqual(LEASE_MS - INTERVAL * 1.1 - 300);
+      expect(elected.term as number).toBeGreaterThan(staleTerm);
+      await next.waitFor('the new leader to work', (l) => l.event === 'work-done' && l.term === elected.term);
+      await sleep(Math.max(0, pausedAt + LEASE_MS + 500 - Date.now()));
+      stale.signal('SIGCONT');
+
+      const staleWrite = await stale.waitFor('the deliberate stale write', (l) => l.event === 'stale-write', 10_000, mark);
+      expect(staleWrite).toMatchObject({ term: staleTerm, outcome: 'rejected', name: 'NotLeaderError' });
+      const afterResume = stale.lines.slice(mark);
+      const firstDemoted = afterResume.findIndex((l) => l.event === 'demoted');
+      const firstWork = afterResume.findIndex((l) => l.event === 'work');
+      expect(afterResume[firstDemoted]).toMatchObject({ term: staleTerm, reason: 'lease-expired-locally' });
+      if (firstWork >= 0) expect(firstWork).toBeGreaterThan(firstDemoted);
+      expect(afterResume.filter((l) => l.event === 'work-done' && l.term === staleTerm)).toEqual([]);
+      expect(afterResume.filter((l) => l.event === 'stopped')).toEqual([expect.objectContaining({ term: staleTerm, reason: 'lease-expired-locally' })]);
+
+      // The ledger in commit order: terms never go back, so no row of the stale term came after the new one.
+      await sleep(INTERVAL);
+      const rows = await query<{ term: number | string; candidate_id: string }>(ds, 'SELECT term, candidate_id FROM elector_ledger ORDER BY id');
+      const terms = rows.map((r) => Number(r.term));
+      expect(terms).toEqual([...terms].sort((a, b) => a - b));
+      expect(new Set(rows.filter((r) => Number(r.term) === staleTerm).map((r) => r.candidate_id))).toEqual(new Set([stale.candidateId]));
+      expect(rows.some((r) => Number(r.term) === elected.term && r.candidate_id === next.candidateId)).toBe(true);
+      expect(stale.alive).toBe(true);
+    });
+
+    test('SIGTERM with handleSignals: the leader hands over at once (well before its lease ends) and exits by the signal', async () => {
+      const ns = freshNs();
+      const expireSeconds = 4;
+      const { leader, follower } = await leaderAndFollower({ ns, handleSignals: true, expireSeconds });
+      const from = follower.lines.length;
+      leader.signal('SIGTERM');
+      const signalledAt = Date.now();
+      const elected = await follower.waitFor('the follower to be elected', (l) => l.event === 'elected', expireSeconds * 1000 + SLACK_MS, from);
+      const took = elected.t - signalledAt;
+      expect(await leader.exited).toEqual({ code: null, signal: 'SIGTERM' });
+      expect(leader.events('stopped')).toEqual([expect.objectContaining({ term: 1, reason: 'stopped' })]);
+      // PostgreSQL: NOTIFY; elsewhere the follower's next tick. Either way not the 4 s lease.
+      expect(took).toBeLessThan(db.kind === 'postgres' ? 1_500 : INTERVAL * 1.1 + 1_500);
+      expect(elected.term).toBe(2);
+    });
+  },
+  { sharedOnly: true },
+);
+
+describeEachDatabase(
+  'LeaderElector survives killed connections',
+  (db) => {
+    const workers: WorkerProcess[] = [];
+    afterEach(async () => {
+      await Promise.all(workers.splice(0).map((w) => w.shutdown()));
+    });
+
+    test('connections killed mid-tick: errors reported (event or log), no crash, leadership recovers', async () => {
+      // A database of its own, so that killing every connection to it spares the other tests.
+      const own = await db.sibling();
+      const setup = await own.connect();
+      await setup.destroy();
+      const ns = freshNs();
+      const config = { url: own.url(), ns, expireSeconds: 3, intervalMs: 300, statusEveryMs: 100 };
+      const listening = new WorkerProcess({ ...config, listenErrors: true });
+      workers.push(listening);
+      await listening.ready();
+      const logging = new WorkerProcess(config);
+      workers.push(logging);
+      await logging.ready();
+
+      const admin = await adminConnection(own);
+      try {
+        // Hold the leader row so that both workers' next elect blocks on it, then kill them all.
+        await admin.query(own.kind === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
+        await admin.query('SELECT ns FROM gemstone_election_leader WHERE ns = ? FOR UPDATE', [ns]);
+        await sleep(300 * 1.1 * 2);
+        const marks = [listening.lines.length, logging.lines.length];
+        expect(await killConnections(own, admin)).toBeGreaterThanOrEqual(2);
+        await admin.query('COMMIT');
+
+        await listening.waitFor('an error event from the killed tick', (l) => l.event === 'error' && l.phase === 'tick', 10_000, marks[0]);
+        await logging.waitFor('a logged error from the killed tick', (l) => l.event === 'logged-error' && l.phase === 'tick', 10_000, marks[1]);
+        if (own.kind === 'postgres') {
+          await listening.waitFor('the LISTEN connection error', (l) => l.event === 'error' && l.phase === 'listen', 10_000, marks[0]);
+        }
+        // Leadership recovers: one of them leads again, and the database agrees.
+        const leads = (w: WorkerProcess, from: number) => w.lines.slice(from).some((l) => l.event === 'status' && l.isLeader === true);
+        const deadline = Date.now() + 3_000 + 300 * 3 + SLACK_MS;
+        while (!leads(listening, marks[0]!) && !leads(logging, marks[1]!)) {
+          if (Date.now() > deadline) throw new Error('leadership did not recover after the connections were killed');
+          await sleep(50);
+        }
+        const [row] = await admin.query(
+          own.kind === 'postgres'
+            ? 'SELECT leader_id FROM gemstone_election_leader WHERE ns = ? AND lease_expires_at > clock_timestamp()'
+            : 'SELECT leader_id FROM gemstone_election_leader WHERE ns = ? AND lease_expires_at > UTC_TIMESTAMP(6)',
+          [ns],
+        );
+        expect([listening.candidateId, logging.candidateId]).toContain(row?.leader_id);
+        await sleep(500);
+        expect(listening.alive && logging.alive).toBe(true);
+        expect(listening.stderr.join('') + logging.stderr.join('')).not.toMatch(/Unhandled|uncaught/i);
+      } finally {
+        await admin.close();
+      }
+    });
+  },
+  { kinds: ['postgres', 'mariadb'] },
+);

@@ -1,0 +1,116 @@
+import { ChildProcessWithoutNullStreams, spawn } from 'child_process';
+import * as path from 'path';
+import { sleep } from '../support/databases';
+
+const ROOT = path.join(__dirname, '..', '..');
+const WORKER = path.join(ROOT, 'test', 'support', 'workers', 'elector-worker.js');
+const TYPEORM_LINE = path.join(ROOT, 'test', 'support', 'typeorm-line.js');
+
+export interface WorkerConfig {
+  url: string;
+  ns: string;
+  expireSeconds: number;
+  intervalMs: number;
+  handleSignals?: boolean;
+  listenErrors?: boolean;
+  ledgerEveryMs?: number;
+  statusEveryMs?: number;
+}
+
+export interface WorkerLine {
+  event: string;
+  t: number;
+  [field: string]: unknown;
+}
+
+/** One elector-worker.js child process and everything it reported. */
+export class WorkerProcess {
+  readonly lines: WorkerLine[] = [];
+  readonly stderr: string[] = [];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  candidateId = '';
+  private readonly child: ChildProcessWithoutNullStreams;
+
+  constructor(config: WorkerConfig) {
+    this.child = spawn(process.execPath, ['-r', TYPEORM_LINE, WORKER], {
+      cwd: ROOT,
+      env: { ...process.env, ELECTOR_WORKER_CONFIG: JSON.stringify(config) },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let buffer = '';
+    this.child.stdout.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      let newline: number;
+      while ((newline = buffer.indexOf('\n')) >= 0) {
+        const text = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        try {
+          const line = JSON.parse(text) as WorkerLine;
+          if (line.event === 'ready') this.candidateId = String(line.candidateId);
+          this.lines.push(line);
+        } catch {
+          this.stderr.push(`(stdout) ${text}`);
+        }
+      }
+    });
+    this.child.stderr.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString()));
+    this.exited = new Promise((resolve) => {
+      this.child.on('exit', (code, signal) => {
+        this.exit = { code, signal };
+        resolve(this.exit);
+      });
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get alive(): boolean {
+    return this.exit === undefined;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  send(command: string): void {
+    this.child.stdin.write(`${command}\n`);
+  }
+
+  events(event: string, from = 0): WorkerLine[] {
+    return this.lines.slice(from).filter((l) => l.event === event);
+  }
+
+  /** Waits for a line matching `predicate` at index ≥ `from`; fails early if the process exits. */
+  async waitFor(what: string, predicate: (line: WorkerLine) => boolean, timeoutMs = 15_000, from = 0): Promise<WorkerLine> {
+    const started = Date.now();
+    for (;;) {
+      const found = this.lines.slice(from).find(predicate);
+      if (found) return found;
+      if (!this.alive || Date.now() - started > timeoutMs) {
+        throw new Error(
+          `worker ${this.pid}: ${this.alive ? `timed out after ${timeoutMs} ms` : `exited (${JSON.stringify(this.exit)})`} waiting for ${what}\n` +
+            `lines: ${this.lines.map((l) => JSON.stringify(l)).join('\n')}\nstderr: ${this.stderr.join('')}`,
+        );
+      }
+      await sleep(10);
+    }
+  }
+
+  ready(): Promise<WorkerLine> {
+    return this.waitFor('ready', (l) => l.event === 'ready', 30_000);
+  }
+
+  /** Stops the elector gracefully (if still alive) and waits for the exit. */
+  async shutdown(): Promise<void> {
+    if (this.alive) {
+      this.signal('SIGCONT');
+      this.send('stop');
+      const timer = setTimeout(() => this.signal('SIGKILL'), 10_000);
+      await this.exited;
+      clearTimeout(timer);
+    }
+  }
+}

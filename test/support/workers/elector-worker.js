@@ -1,0 +1,95 @@
+// A worker process running one LeaderElector on the built package (dist/), for the tests that
+// kill, pause or signal it. Configured by the JSON in ELECTOR_WORKER_CONFIG:
+//   { url, ns, expireSeconds, intervalMs, handleSignals?, listenErrors?, ledgerEveryMs?, statusEveryMs? }
+// It reports everything as JSON lines on stdout: { event, t (epoch ms), ...fields }.
+// With ledgerEveryMs it does leader work: a fenced insert into `elector_ledger` — assertLeader
+// with the lease's term, then the insert, in one transaction — via runIfLeader. After a
+// 'lease-expired-locally' demotion it deliberately tries one more write under the stale term, as
+// a buggy application would, and reports whether the fence rejected it.
+// Reads commands on stdin: "stop" (stop the elector, destroy the DataSource, exit 0).
+// No handler for unhandled rejections or uncaught exceptions: an escaped error crashes it, and the
+// tests notice.
+'use strict';
+const path = require('path');
+const readline = require('readline');
+const { initDb, LeaderElector, ElectionService } = require(path.join(__dirname, '..', '..', '..', 'dist', 'src', 'index.js'));
+
+const config = JSON.parse(process.env.ELECTOR_WORKER_CONFIG || '{}');
+const out = (event, fields = {}) => process.stdout.write(`${JSON.stringify({ event, t: Date.now(), ...fields })}\n`);
+
+async function main() {
+  const ds = await initDb(config.url);
+  const service = new ElectionService(ds);
+  const placeholders = ds.options.type === 'postgres' ? ['$1', '$2', '$3'] : ['?', '?', '?'];
+  const insert = `INSERT INTO elector_ledger (term, candidate_id, seq) VALUES (${placeholders.join(', ')})`;
+  let seq = 0;
+
+  async function fencedWrite(elector, term) {
+    const n = ++seq;
+    await ds.transaction(async (session) => {
+      await service.assertLeader(elector.candidateId, { ns: config.ns, term, session });
+      await session.query(insert, [term, elector.candidateId, n]);
+    });
+    return n;
+  }
+
+  const elector = new LeaderElector({
+    dataSource: ds,
+    ns: config.ns,
+    expireSeconds: config.expireSeconds,
+    intervalMs: config.intervalMs,
+    handleSignals: Boolean(config.handleSignals),
+    onStartedLeading: (lease) => out('started', { term: lease.term }),
+    onStoppedLeading: (lease) => out('stopped', { term: lease.term, reason: lease.signal.reason && lease.signal.reason.reason }),
+    logger: { error: (message, error) => out('logged-error', { message, phase: error && error.phase }) },
+  });
+  elector.on('elected', (lease) => out('elected', { term: lease.term }));
+  elector.on('leader', (leaderId, term) => out('leader', { leaderId, term }));
+  elector.on('demoted', (lease, reason) => {
+    out('demoted', { term: lease.term, reason });
+    if (config.ledgerEveryMs && reason === 'lease-expired-locally') {
+      fencedWrite(elector, lease.term).then(
+        (n) => out('stale-write', { term: lease.term, outcome: 'committed', seq: n }),
+        (error) => out('stale-write', { term: lease.term, outcome: 'rejected', name: error.name, message: error.message }),
+      );
+    }
+  });
+  if (config.listenErrors) elector.on('error', (error) => out('error', { message: error.message, phase: error.phase }));
+
+  await elector.start();
+  out('ready', { candidateId: elector.candidateId, isLeader: elector.isLeader, pid: process.pid });
+
+  if (config.ledgerEveryMs) {
+    let busy = false;
+    setInterval(() => {
+      if (busy) return;
+      busy = true;
+      elector
+        .runIfLeader(async (lease) => {
+          out('work', { term: lease.term });
+          const n = await fencedWrite(elector, lease.term);
+          out('work-done', { term: lease.term, seq: n });
+        })
+        .catch((error) => out('work-failed', { name: error.name, message: error.message }))
+        .finally(() => {
+          busy = false;
+        });
+    }, config.ledgerEveryMs);
+  }
+  if (config.statusEveryMs) {
+    setInterval(() => out('status', { isLeader: elector.isLeader, term: elector.term, leaderId: elector.leaderId }), config.statusEveryMs);
+  }
+
+  readline.createInterface({ input: process.stdin }).on('line', async (line) => {
+    if (line.trim() !== 'stop') return;
+    await elector.stop();
+    out('stopped-elector');
+    await ds.destroy();
+    process.exit(0);
+  });
+}
+
+main().catch((error) => {
+  out('fatal', { message: error && error.stack });
+  process.exit(2);
+});
