@@ -42,8 +42,12 @@ export async function adminConnection(db: TestDatabase): Promise<AdminConnection
 /** Whether another connection holds a lock on the leader row of `ns` (or, on SQLite, the write lock). */
 export async function leaderRowLocked(db: TestDatabase, ns: string): Promise<boolean> {
   if (db.kind === 'sqlite') {
+    // better-sqlite3 ships no types; only these two calls are needed.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const Database = require('better-sqlite3') as typeof import('better-sqlite3');
+    const Database = require('better-sqlite3') as new (file: string, options: { timeout: number }) => {
+      exec(sql: string): void;
+      close(): void;
+    };
     const file = db.url().slice('sqlite:'.length).split('?')[0]!;
     const sqlite = new Database(file, { timeout: 0 });
     try {
