@@ -1,4 +1,5 @@
 import type { MixedList, MigrationInterface } from 'typeorm';
+import { ValidationError } from '../errors';
 
 /** An entity class (TypeORM `@Entity`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -33,6 +34,27 @@ function addUnique<T>(into: T[], items: readonly T[] | undefined): void {
   for (const item of items ?? []) if (!into.includes(item)) into.push(item);
 }
 
+/** Checks a whole registration before any of it is added, so a bad one registers nothing. */
+function validate(registration: Registration): void {
+  if (typeof registration !== 'object' || registration === null) {
+    throw new ValidationError('registration', 'must be an object like { entities?, migrations?, installers? }');
+  }
+  for (const key of ['entities', 'migrations'] as const) {
+    const list: unknown = registration[key];
+    if (list === undefined) continue;
+    if (!Array.isArray(list) || !list.every((item) => typeof item === 'function')) {
+      throw new ValidationError(`registration.${key}`, 'must be an array of classes');
+    }
+  }
+  const installers: unknown = registration.installers;
+  if (installers === undefined) return;
+  const valid = (item: unknown) =>
+    typeof item === 'object' && item !== null && typeof (item as TableInstaller).name === 'string' && typeof (item as TableInstaller).install === 'function';
+  if (!Array.isArray(installers) || !installers.every(valid)) {
+    throw new ValidationError('registration.installers', 'must be an array of { name, entities, install(dataSource) }');
+  }
+}
+
 /**
  * The registry that plugin modules add their entities and migrations to when they are imported
  * (importing `gemstone-utils` or `gemstone-utils/election` registers the election tables).
@@ -40,6 +62,7 @@ function addUnique<T>(into: T[], items: readonly T[] | undefined): void {
 export const GemstoneDB = Object.freeze({
   /** Adds entities, migrations and table installers. Idempotent: registering twice adds nothing. */
   register(registration: Registration): void {
+    validate(registration);
     addUnique(entities, registration.entities);
     addUnique(migrations, registration.migrations);
     for (const installer of registration.installers ?? []) {
