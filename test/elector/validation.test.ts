@@ -1,0 +1,75 @@
+/**
+ * Contract §5: the constructor validates its options (ValidationError naming the option) and
+ * touches no database.
+ */
+import { DEFAULT_EXPIRE_SECONDS, LeaderElector, MAX_INTERVAL_MS, ValidationError } from 'gemstone-utils';
+
+function rejection(options: unknown): ValidationError {
+  try {
+    new LeaderElector(options as never);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ValidationError);
+    return error as ValidationError;
+  }
+  throw new Error(`accepted ${JSON.stringify(options)}`);
+}
+
+describe('LeaderElector construction', () => {
+  test('defaults: ns "default", a random lower-case UUID, expireSeconds 60, intervalMs = lease / 3', () => {
+    const a = new LeaderElector();
+    const b = new LeaderElector();
+    expect(a.ns).toBe('default');
+    expect(a.candidateId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(a.candidateId).not.toBe(b.candidateId);
+    expect(a.expireSeconds).toBe(DEFAULT_EXPIRE_SECONDS);
+    expect(a.intervalMs).toBe((DEFAULT_EXPIRE_SECONDS * 1000) / 3);
+    expect(new LeaderElector({ expireSeconds: 3 }).intervalMs).toBe(1000);
+    expect(new LeaderElector({ expireSeconds: 31_536_000 }).intervalMs).toBe(MAX_INTERVAL_MS);
+    expect(a.isLeader).toBe(false);
+    expect(a.term).toBeNull();
+    expect(a.leaderId).toBeNull();
+  });
+
+  test('candidateId is any UUID, kept lower-case', () => {
+    const id = 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11';
+    expect(new LeaderElector({ candidateId: id }).candidateId).toBe(id.toLowerCase());
+    for (const bad of ['', 'worker-1', 42, null]) expect(rejection({ candidateId: bad }).parameter).toBe('options.candidateId');
+  });
+
+  test('intervalMs must be > 0 and < expireSeconds * 1000 / 2', () => {
+    expect(new LeaderElector({ expireSeconds: 2, intervalMs: 999 }).intervalMs).toBe(999);
+    for (const bad of [1000, 1500, 0, -1, Number.NaN, Number.POSITIVE_INFINITY, '300']) {
+      const error = rejection({ expireSeconds: 2, intervalMs: bad });
+      expect(error.parameter).toBe('options.intervalMs');
+    }
+    expect(rejection({ expireSeconds: 2, intervalMs: 1000 }).message).toMatch(/< expireSeconds \* 1000 \/ 2 = 1000 ms/);
+    // the default lease (60 s) applies when only intervalMs is given
+    expect(rejection({ intervalMs: 30_000 }).parameter).toBe('options.intervalMs');
+    expect(new LeaderElector({ intervalMs: 29_999 }).intervalMs).toBe(29_999);
+  });
+
+  test('expireSeconds, ns, callbacks, clock, logger, handleSignals, dataSource and unknown keys are checked', () => {
+    for (const bad of [0, -1, Number.NaN, 31_536_001, '60']) expect(rejection({ expireSeconds: bad }).parameter).toBe('options.expireSeconds');
+    for (const bad of ['', 'x'.repeat(256), 7, '\u0000']) expect(rejection({ ns: bad }).parameter).toBe('options.ns');
+    for (const name of ['onStartedLeading', 'onStoppedLeading', 'onNewLeader', 'clock']) {
+      expect(rejection({ [name]: 'not a function' }).parameter).toBe(`options.${name}`);
+    }
+    expect(rejection({ logger: { log: () => undefined } }).parameter).toBe('options.logger');
+    expect(rejection({ handleSignals: 'yes' }).parameter).toBe('options.handleSignals');
+    expect(rejection({ dataSource: { url: 'postgres://x' } }).parameter).toBe('options.dataSource');
+    expect(rejection({ namespace: 'typo' }).parameter).toBe('options.namespace');
+    expect(rejection('options').parameter).toBe('options');
+  });
+
+  test('runIfLeader checks its argument and does not run fn on a non-leader', async () => {
+    const elector = new LeaderElector();
+    let ran = false;
+    await expect(
+      elector.runIfLeader(() => {
+        ran = true;
+      }),
+    ).resolves.toBeUndefined();
+    expect(ran).toBe(false);
+    await expect(elector.runIfLeader('nope' as never)).rejects.toMatchObject({ name: 'ValidationError', parameter: 'fn' });
+  });
+});
