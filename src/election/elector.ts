@@ -208,10 +208,12 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   }
 
   /**
-   * Ends leadership (the signal aborts, `onStoppedLeading` fires and is awaited, so leader work
-   * can finish first), then unregisters — which vacates a held lease, so another elector takes
-   * over at once (PostgreSQL) or on its next tick — and stops ticking. Waits for a tick in flight.
-   * Never rejects: a failed unregister is reported as `'error'` (the lease then runs out by itself).
+   * Ends leadership at once (the signal aborts, `onStoppedLeading` fires), stops ticking, waits
+   * for a tick in flight and for `onStoppedLeading` to settle (so leader work can finish before
+   * anyone else starts), then unregisters — which vacates a held lease, so another elector takes
+   * over at once (PostgreSQL) or on its next tick. Never rejects: a failed unregister is reported
+   * as `'error'` (the lease then runs out by itself). A database call that hangs (no statement
+   * timeout, network partition) delays it: configure your driver's timeouts.
    */
   stop(): Promise<void> {
     if (this.#stopping) return this.#stopping;
@@ -227,10 +229,15 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#state = 'stopping';
     clearTimeout(this.#tickTimer);
     this.#tickTimer = undefined;
+    // Leader work stops first; a tick still in flight can no longer renew (its answer is ignored).
+    let held = this.#leadership?.lease;
+    this.#demote('stopped');
     await starting?.catch(() => undefined);
     this.#starting = undefined;
     await this.#ticking;
-    const held = this.#leadership?.lease;
+    // start() may have been mid-way through its first elect, which could have made us leader in
+    // the database without a local leadership: unregister below vacates it either way.
+    held ??= this.#leadership?.lease;
     this.#demote('stopped');
     await Promise.all([...this.#stoppedCallbacks]);
     if (this.#service) {

@@ -1,0 +1,52 @@
+/**
+ * Contract §5 rule 2 with the database out of reach: a network cut (every byte dropped, queries
+ * hang) leaves the leader unable to renew; it stops being leader by its local deadline — before
+ * the database would let anyone else take over — and leads again once the network heals.
+ */
+import type { DataSource } from 'typeorm';
+import { initDb } from 'gemstone-utils';
+import { describeEachDatabase } from '../support/databases';
+import { ns as freshNs } from '../support/rows';
+import { recordingElector, waitFor } from './helpers';
+import { TcpProxy } from './tcp-proxy';
+
+const EXPIRE = 2;
+const INTERVAL = 300;
+
+describeEachDatabase(
+  'LeaderElector behind a network cut',
+  (db) => {
+    test('partitioned leader: isLeader false by the local deadline, errors reported, leads again after healing', async () => {
+      const target = new URL(db.url());
+      const proxy = await new TcpProxy(target.hostname, Number(target.port)).listen();
+      const ds: DataSource = db.track(await initDb({ ...db.options(), url: proxy.rewrite(db.url()) } as never));
+      const made = recordingElector(ds, { ns: freshNs(), expireSeconds: EXPIRE, intervalMs: INTERVAL });
+      try {
+        await made.elector.start();
+        expect(made.elector.isLeader).toBe(true);
+        const lease = made.elector.lease!;
+
+        proxy.partition();
+        const cutAt = performance.now();
+        await waitFor('the leader to demote itself', () => !made.elector.isLeader, EXPIRE * 1000 + 1_000, 5);
+        const demotedAfter = performance.now() - cutAt;
+        // The last renewal was sent at most one tick before the cut; the deadline is lease after it.
+        expect(demotedAfter).toBeLessThanOrEqual(EXPIRE * 1000 + 150);
+        expect(demotedAfter).toBeGreaterThanOrEqual(EXPIRE * 1000 - INTERVAL * 1.1 - 200);
+        expect(lease.signal.aborted).toBe(true);
+        expect(made.log.filter((r) => r.kind === 'demoted')).toEqual([{ kind: 'demoted', term: lease.term, reason: 'lease-expired-locally' }]);
+        expect(made.log.filter((r) => r.kind === 'stopped')).toHaveLength(1);
+
+        proxy.heal();
+        await waitFor('an error from the cut connection', () => made.log.some((r) => r.kind === 'error'), 5_000);
+        await waitFor('leadership to come back', () => made.elector.isLeader, EXPIRE * 1000 + INTERVAL * 3 + 3_000);
+        expect(made.elector.term).toBeGreaterThanOrEqual(lease.term);
+      } finally {
+        proxy.heal();
+        await made.elector.stop();
+        await proxy.close();
+      }
+    });
+  },
+  { kinds: ['postgres', 'mariadb'] },
+);
