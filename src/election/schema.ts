@@ -106,15 +106,16 @@ export async function mysqlFlavor(manager: Pick<EntityManager, 'query'>): Promis
   return /mariadb/i.test(String(rows[0]?.version)) ? 'mariadb' : 'mysql';
 }
 
-async function tablesPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+/** Whether both tables and the candidate index exist: then `initDb` runs no DDL at all. */
+async function schemaPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
   const names = [CANDIDATE_TABLE, LEADER_TABLE];
   switch (context.dialect.name) {
     case 'postgres': {
-      const [candidate, leader] = [context.table(CANDIDATE_TABLE).text, context.table(LEADER_TABLE).text];
+      const [candidate, leader, index] = [CANDIDATE_TABLE, LEADER_TABLE, CANDIDATE_INDEX].map((name) => context.table(name).text);
       const rows = await execute(
         context,
         manager,
-        sql`SELECT (to_regclass(${candidate}) IS NOT NULL AND to_regclass(${leader}) IS NOT NULL) AS present`,
+        sql`SELECT (to_regclass(${candidate}) IS NOT NULL AND to_regclass(${leader}) IS NOT NULL AND to_regclass(${index}) IS NOT NULL) AS present`,
       );
       return rows[0]?.present === true;
     }
@@ -124,18 +125,30 @@ async function tablesPresent(context: DbContext, manager: EntityManager): Promis
         manager,
         sql`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (${names[0]}, ${names[1]})`,
       );
-      return Number(rows[0]?.n) === names.length;
+      return Number(rows[0]?.n) === names.length && (await mysqlIndexPresent(context, manager));
     }
     case 'sqlite': {
       const rows = await execute(
         context,
         manager,
-        sql`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN (${names[0]}, ${names[1]})`,
+        sql`SELECT COUNT(*) AS n FROM sqlite_master WHERE (type = 'table' AND name IN (${names[0]}, ${names[1]})) OR (type = 'index' AND name = ${CANDIDATE_INDEX})`,
       );
-      return Number(rows[0]?.n) === names.length;
+      return Number(rows[0]?.n) === names.length + 1;
     }
   }
 }
+
+async function mysqlIndexPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+  const rows = await execute(
+    context,
+    manager,
+    sql`SELECT COUNT(*) AS n FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ${CANDIDATE_TABLE} AND index_name = ${CANDIDATE_INDEX}`,
+  );
+  return Number(rows[0]?.n) > 0;
+}
+
+/** MySQL: ER_DUP_KEYNAME, another process added the same index first. */
+const MYSQL_DUPLICATE_KEY_NAME = 1061;
 
 /** Serializes concurrent installs on PostgreSQL, where two racing CREATE TABLE IF NOT EXISTS can fail. */
 const PG_INSTALL_LOCK_KEY = 7_455_301_121;
@@ -143,8 +156,8 @@ const PG_INSTALL_LOCK_KEY = 7_455_301_121;
 async function install(dataSource: DataSource): Promise<void> {
   const context = contextOf(dataSource);
   const present = await (context.sqliteLock
-    ? context.sqliteLock.run(() => tablesPresent(context, dataSource.manager))
-    : tablesPresent(context, dataSource.manager));
+    ? context.sqliteLock.run(() => schemaPresent(context, dataSource.manager))
+    : schemaPresent(context, dataSource.manager));
   if (present) return; // no DDL at all: works for roles without DDL rights once the tables exist
 
   if (context.dialect.name === 'mysql') {
@@ -153,6 +166,14 @@ async function install(dataSource: DataSource): Promise<void> {
     const flavor = await mysqlFlavor(dataSource.manager);
     for (const statement of schemaStatements('mysql', context.table, flavor)) {
       await execute(context, dataSource.manager, statement);
+    }
+    // The index is part of CREATE TABLE, which skips a table that exists without it.
+    if (!(await mysqlIndexPresent(context, dataSource.manager))) {
+      const index = sql`CREATE INDEX ${raw(CANDIDATE_INDEX)} ON ${context.table(CANDIDATE_TABLE)} (ns, expires_at)`;
+      await execute(context, dataSource.manager, index).catch((error: unknown) => {
+        const { errno } = ((error as { driverError?: unknown }).driverError ?? error) as { errno?: unknown };
+        if (Number(errno) !== MYSQL_DUPLICATE_KEY_NAME) throw error;
+      });
     }
     return;
   }

@@ -84,6 +84,20 @@ describeEachDatabase('initDb createTables', (db) => {
     expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(schema);
   });
 
+  test('an election index someone dropped is created again by initDb; rows and the rest stay', async () => {
+    const { ds } = await appDataSource(db);
+    await initDb(ds);
+    const complete = await schemaDump(ds, ELECTION_TABLES);
+    await new ElectionService(ds).elect(uuid(), { ns: ns() });
+    const rows = await snapshot(ds);
+    await query(ds, db.kind === 'mariadb' ? `DROP INDEX ${ELECTION_INDEX} ON gemstone_election_candidate` : `DROP INDEX "${ELECTION_INDEX}"`);
+    expect(await indexNames(ds, 'gemstone_election_candidate')).not.toContain(ELECTION_INDEX);
+
+    await initDb(ds);
+    expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(complete);
+    expect(await snapshot(ds)).toEqual(rows);
+  });
+
   test('createTables that is not a boolean is a ValidationError naming it; nothing happens', async () => {
     const { ds, log } = await appDataSource(db);
     for (const createTables of ['yes', 1, 0, null, 'false']) {
