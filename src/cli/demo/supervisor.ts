@@ -46,6 +46,7 @@ export class Supervisor {
   readonly #startedAt = Date.now();
   #stopping = false;
   #leaderSeen = false;
+  #anyReady = false;
   #chaosTurn = 0;
   #polling = false;
   #finalTerm: number | null = null;
@@ -173,6 +174,7 @@ export class Supervisor {
     switch (message.kind) {
       case 'ready':
         slot.ready = true;
+        this.#anyReady = true;
         if (slot.role === 'starting') slot.role = 'follower';
         this.#act(slot, 'candidate');
         break;
@@ -233,7 +235,9 @@ export class Supervisor {
     } else {
       slot.role = 'stopped';
       this.#event(`${slot.name} exited unexpectedly (${signal ?? `code ${code}`})`, 'bad');
-      if (!slot.ready) {
+      // Before any worker ever got going, a failing start means the database is unusable: give up.
+      // Later (a replacement starting while the others hammer a busy database) it is retried.
+      if (!slot.ready && !this.#anyReady) {
         this.#fatal = new Error(`${slot.name} could not start (see the error above)`);
         this.requestStop();
         return;

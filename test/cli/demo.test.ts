@@ -1,0 +1,161 @@
+/**
+ * `gemstone-election demo --chaos` for ~10 s, as a real process tree: the summary must show
+ * failovers and zero stale writes, and the ledger table must agree when checked independently.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import type { DataSource } from 'typeorm';
+import { initDb } from 'gemstone-utils';
+import { describeEachDatabase, query, uuid } from '../support/databases';
+import { instantMs } from '../support/rows';
+import { CliResult, runCli, ROOT } from './cli';
+
+// The demo's ledger check, from the build (it is not part of the package's public API).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { verifyLedger } = require(path.join(ROOT, 'dist', 'src', 'cli', 'demo', 'ledger.js')) as typeof import('../../src/cli/demo/ledger');
+
+/** Enough for two chaos actions after a slow start on a busy machine. */
+const DEMO_ARGS = ['demo', '--chaos', '--duration', '11', '--chaos-every', '2.5', '--lease', '2'];
+const NS = 'demo';
+
+interface Summary {
+  runPrefix: string;
+  elections: number;
+  failovers: number;
+  killed: number;
+  paused: number;
+  ledgerWrites: number;
+  refused: number;
+  stale: number;
+}
+
+function field(stdout: string, label: string): string {
+  const match = new RegExp(`^  ${label}:\\s+(.+)$`, 'm').exec(stdout);
+  if (!match) throw new Error(`summary line "${label}" missing in:\n${stdout}`);
+  return match[1]!;
+}
+
+function parseSummary(result: CliResult): Summary {
+  const runPrefix = /^summary \(.*run ([0-9a-f]{8})\)$/m.exec(result.stdout)?.[1];
+  if (!runPrefix) throw new Error(`no summary in:\n${result.stdout}\n${result.stderr}`);
+  const chaos = /^(\d+) killed, (\d+) paused$/.exec(field(result.stdout, 'chaos'));
+  return {
+    runPrefix,
+    elections: Number(field(result.stdout, 'elections')),
+    failovers: Number(field(result.stdout, 'failovers')),
+    killed: Number(chaos?.[1]),
+    paused: Number(chaos?.[2]),
+    ledgerWrites: Number(field(result.stdout, 'ledger writes committed')),
+    refused: Number(field(result.stdout, 'writes refused by fencing')),
+    stale: Number(field(result.stdout, 'writes by a stale term')),
+  };
+}
+
+interface LedgerRow {
+  id: number;
+  term: number;
+  worker: string;
+  writtenAt: number;
+}
+
+/** Reads the run's ledger and term history with the test's own SQL and checks fencing held. */
+async function checkLedger(ds: DataSource, summary: Summary): Promise<{ runId: string; ledger: LedgerRow[] }> {
+  const history = await query<{ run_id: string; term: unknown; leader_id: string; started_at: unknown }>(
+    ds,
+    'SELECT run_id, term, leader_id, started_at FROM gemstone_demo_term WHERE run_id LIKE ? AND ns = ?',
+    [`${summary.runPrefix}%`, NS],
+  );
+  const ledger = (
+    await query<{ id: unknown; term: unknown; worker_id: string; written_at: unknown }>(
+      ds,
+      'SELECT id, term, worker_id, written_at FROM gemstone_demo_ledger WHERE run_id LIKE ? AND ns = ?',
+      [`${summary.runPrefix}%`, NS],
+    )
+  )
+    .map((r) => ({ id: Number(r.id), term: Number(r.term), worker: r.worker_id, writtenAt: instantMs(r.written_at) }))
+    .sort((a, b) => a.id - b.id);
+  const terms = new Map(history.map((h) => [Number(h.term), { leader: h.leader_id, startedAt: instantMs(h.started_at) }]));
+
+  expect(ledger.length).toBe(summary.ledgerWrites);
+  expect(ledger.length).toBeGreaterThan(0);
+  for (const [i, row] of ledger.entries()) {
+    // Written by the holder of its term…
+    expect(terms.get(row.term)?.leader).toBe(row.worker);
+    // …never after a newer term had started (database clock)…
+    for (const [term, { startedAt }] of terms) if (term > row.term) expect(startedAt).toBeGreaterThanOrEqual(row.writtenAt);
+    // …and in commit order the term never goes back.
+    if (i > 0) expect(row.term).toBeGreaterThanOrEqual(ledger[i - 1]!.term);
+  }
+  // The failovers show in the ledger itself: entries under several terms by several workers.
+  expect(new Set(ledger.map((r) => r.term)).size).toBeGreaterThanOrEqual(2);
+  expect(new Set(ledger.map((r) => r.worker)).size).toBeGreaterThanOrEqual(2);
+  return { runId: history[0]!.run_id, ledger };
+}
+
+function expectHealthyRun(result: CliResult): Summary {
+  if (result.code !== 0) throw new Error(`demo exited with ${result.code}:\n${result.stdout}\n${result.stderr}`);
+  expect(result.stdout).toMatch(/became leader \(term \d+\)/);
+  expect(result.stdout).toMatch(/chaos: SIGKILL worker-\d \(leader, term \d+\)/);
+  const summary = parseSummary(result);
+  expect(summary.killed).toBeGreaterThanOrEqual(1);
+  expect(summary.failovers).toBeGreaterThanOrEqual(1);
+  expect(summary.elections).toBeGreaterThanOrEqual(summary.failovers + 1);
+  expect(summary.stale).toBe(0);
+  return summary;
+}
+
+describe('gemstone-election demo on the embedded default (no --url, no GEMSTONE_DB_URL)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-demo-'));
+  let ds: DataSource | undefined;
+  afterAll(async () => {
+    if (ds?.isInitialized) await ds.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('--chaos for ~10 s: failovers, no stale write in the summary or the ledger; children are gone', async () => {
+    const result = await runCli(DEMO_ARGS, { cwd: dir, timeoutMs: 45_000 });
+    const summary = expectHealthyRun(result);
+    expect(result.stdout).toMatch(/3 workers on sqlite:gemstone\.sqlite/);
+    expect(fs.existsSync(path.join(dir, 'gemstone.sqlite'))).toBe(true);
+
+    ds = await initDb(`sqlite:${path.join(dir, 'gemstone.sqlite')}`, { createTables: false });
+    await checkLedger(ds, summary);
+    const [leader] = await query<{ term: unknown }>(ds, 'SELECT term FROM gemstone_election_leader WHERE ns = ?', [NS]);
+    expect(Number(leader!.term)).toBe(summary.elections); // fresh database: every term was this run's
+    // Every worker stopped and unregistered: no candidate row is left.
+    const candidates = await query(ds, 'SELECT candidate_id FROM gemstone_election_candidate WHERE ns = ?', [NS]);
+    const pids = [...result.stdout.matchAll(/started \(pid (\d+),/g)].map((m) => Number(m[1]));
+    expect(pids.length).toBeGreaterThanOrEqual(3);
+    for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
+    expect(candidates.length).toBeLessThanOrEqual(summary.killed); // only SIGKILLed workers could not unregister
+  }, 60_000);
+});
+
+describeEachDatabase(
+  'gemstone-election demo --url',
+  (db) => {
+    test('--chaos for ~10 s: failovers, no stale write; the ledger check catches fabricated stale writes', async () => {
+      const ds = await db.connect();
+      const result = await runCli([...DEMO_ARGS, '--url', db.url()], { timeoutMs: 45_000 });
+      const summary = expectHealthyRun(result);
+      const { runId, ledger } = await checkLedger(ds, summary);
+
+      const clean = await verifyLedger(ds, runId, NS);
+      expect(clean).toMatchObject({ writes: ledger.length, failovers: summary.failovers, stale: [] });
+
+      // The check is real: a late write by the first term, and a write by a worker that never held its term.
+      const first = Math.min(...ledger.map((r) => r.term));
+      const firstWorker = ledger.find((r) => r.term === first)!.worker;
+      const now = db.kind === 'postgres' ? 'clock_timestamp()' : "strftime('%Y-%m-%d %H:%M:%f', 'now')";
+      const insert = `INSERT INTO gemstone_demo_ledger (run_id, ns, term, worker_id, written_at) VALUES (?, ?, ?, ?, ${now})`;
+      await query(ds, insert, [runId, NS, first, firstWorker]);
+      await query(ds, insert, [runId, NS, first, uuid()]);
+      const caught = await verifyLedger(ds, runId, NS);
+      expect(caught.writes).toBe(ledger.length + 2);
+      expect(caught.stale.map((s) => s.reason)).toEqual(['written after a newer term started', 'term not held by this worker']);
+      expect(caught.stale.every((s) => s.term === first && s.id > ledger[ledger.length - 1]!.id)).toBe(true);
+    }, 60_000);
+  },
+  { kinds: ['postgres'] },
+);
