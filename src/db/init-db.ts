@@ -61,7 +61,16 @@ function toDataSource(target: InitDbTarget | undefined): DataSource {
     throw new ValidationError('target', 'must be a DataSource, DataSourceOptions with a `type`, or a database URL');
   }
   if (!SUPPORTED_TYPES.includes(options.type)) throw unsupported(options.type);
-  return new DataSource({ ...options, entities: withRegisteredEntities(options.entities) } as DataSourceOptions);
+  try {
+    return new DataSource({ ...options, entities: withRegisteredEntities(options.entities) } as DataSourceOptions);
+  } catch (error) {
+    // TypeORM 1.x has no `sqlite` (sqlite3) driver any more: a bad target on this TypeORM line.
+    if ((error as { name?: unknown })?.name !== 'MissingDriverError') throw error;
+    const hint = String(options.type) === 'sqlite' ? ' (TypeORM 1.x removed the sqlite3 driver: use better-sqlite3)' : '';
+    throw new ValidationError('target', `uses database type ${JSON.stringify(options.type)}, which the installed TypeORM does not support${hint}`, {
+      cause: error,
+    });
+  }
 }
 
 /** How long initDb retries a SQLite DataSource's `initialize()` that found the file locked. */
