@@ -203,6 +203,18 @@ describeEachDatabase('initDb targets', (db) => {
   });
 });
 
+describe('initDb URL errors', () => {
+  test('the error for a bad URL does not repeat its password', async () => {
+    const error = await initDb('ftp://admin:s3cr3t-pw@db.example.com/app').then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error!.message).toContain('db.example.com');
+    expect(error!.message).not.toContain('s3cr3t-pw');
+  });
+});
+
 describe('initDb default target', () => {
   const saved = { cwd: process.cwd(), url: process.env.GEMSTONE_DB_URL };
   let dir: string;
