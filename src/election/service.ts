@@ -147,11 +147,25 @@ export class ElectionService {
     const expire = this.#expireSeconds;
     const oneStatement = await this.#electInOneStatement(session, ns, id, expire);
     if (oneStatement) return oneStatement;
+    const joined = runnerOf(session)?.isTransactionActive === true;
     return this.#write(session, async (m, store) => {
+      let rowExists = false;
+      // MySQL follower fast path (see `store.followerReadsFirst`): only in a transaction of our
+      // own, whose first consistent read is current; a caller's may hold an older snapshot.
+      if (store.followerReadsFirst && !joined) {
+        const seen = await store.readLeader(m, ns);
+        if (seen?.live && seen.leaderId !== id) {
+          await store.touchCandidate(m, ns, id, expire);
+          return { ns, leaderId: seen.leaderId as string, term: seen.term, isLeader: false, acquired: false };
+        }
+        rowExists = seen !== undefined;
+      }
       // MySQL: a locking read of a missing row takes gap locks that deadlock a later insert;
-      // SQLite: the first write takes the database lock. Both create the row first.
-      if (store.insertsLeaderRowFirst) await store.ensureLeaderRow(m, ns);
-      let row = await store.lockLeader(m, ns, 'write', store.insertsLeaderRowFirst);
+      // SQLite: the first write takes the database lock. Both create the row first, unless it
+      // was just seen (a locking read of an existing row takes no gap lock).
+      const insertFirst = store.insertsLeaderRowFirst && !rowExists;
+      if (insertFirst) await store.ensureLeaderRow(m, ns);
+      let row = await store.lockLeader(m, ns, 'write', insertFirst);
       if (!row) {
         await store.ensureLeaderRow(m, ns);
         row = await store.lockLeader(m, ns, 'write', true);

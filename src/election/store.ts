@@ -77,6 +77,24 @@ export function createStore(context: DbContext) {
      */
     insertsLeaderRowFirst: d.name !== 'postgres',
 
+    /**
+     * MySQL/MariaDB: `elect` first reads the leader row WITHOUT a lock; when it shows an
+     * unexpired lease held by another candidate, the call only touches the caller's candidate
+     * row and returns that leader — followers never queue for the leader row's lock, which the
+     * leader's renewal and every takeover still take (`lockLeader`).
+     *
+     * Why this keeps contract §3 rule 7 ("read with FOR UPDATE wherever leadership may change
+     * hands"): a follower's call cannot change leadership — it never writes the leader row — so
+     * there is nothing for the lock to serialize. The read is the first of a transaction the
+     * library owns, so InnoDB's snapshot is taken at that moment (it is current), and `live` is
+     * judged by the server clock at that moment: the call is linearized at the read, when the
+     * lease it reports was held. Any other outcome (vacant, expired, the caller's own lease,
+     * no row) takes the locked path in the same transaction, leader row before candidate row.
+     * Not on PostgreSQL (one statement does it all) nor SQLite (its write lock is the only lock,
+     * and a deferred read before a write would fail with SQLITE_BUSY_SNAPSHOT under contention).
+     */
+    followerReadsFirst: d.name === 'mysql',
+
     /** register / heartbeat: create the candidate row or extend it. */
     async touchCandidate(m: EntityManager, ns: string, candidateId: string, expireSeconds: number): Promise<void> {
       await execute(
