@@ -17,7 +17,7 @@ import {
   initDb,
   ValidationError,
 } from 'gemstone-utils';
-import { describeEachDatabase, TestDatabase, TYPEORM_LINE, uuid } from '../support/databases';
+import { describeEachDatabase, query, TestDatabase, TYPEORM_LINE, uuid } from '../support/databases';
 import { ns } from '../support/rows';
 import { AppWidget } from './support/app-entities';
 import { ELECTION_TABLES, tableNames } from './support/schema';
@@ -87,6 +87,37 @@ describeEachDatabase('initDb targets', (db) => {
     expect(registeredCounts(ds)).toEqual([1, 1]);
     await expectWorkingElection(ds);
   });
+
+  test('entity globs in the list are kept as given and the registered classes appended', async () => {
+    const glob = '/nonexistent-gemstone-app/**/*.entity.js';
+    const ds = db.track(new DataSource({ ...db.options(), entities: [glob] } as DataSourceOptions));
+    await initDb(ds);
+    expect(ds.options.entities).toEqual([glob, ...GemstoneDB.entities]);
+    await expectWorkingElection(ds);
+  });
+
+  if (db.kind !== 'sqlite') {
+    test('a DataSource whose initialize() failed can be passed to initDb again once the database is there', async () => {
+      const admin = db.track(await initDb(db.options()));
+      const name = `${new URL(db.url()).pathname.slice(1)}_late`.slice(0, 60);
+      const quoted = db.kind === 'postgres' ? `"${name}"` : `\`${name}\``;
+      const url = new URL(db.url());
+      url.pathname = `/${name}`;
+      const ds = db.track(new DataSource({ ...db.options(), url: url.toString() } as DataSourceOptions));
+      try {
+        await expect(initDb(ds)).rejects.toThrow(); // the database does not exist yet
+        expect(ds.isInitialized).toBe(false);
+        expect(getDataSource()).toBe(admin);
+        await query(admin, `CREATE DATABASE ${quoted}`);
+        expect(await initDb(ds)).toBe(ds);
+        expect(registeredCounts(ds)).toEqual([1, 1]);
+        await expectWorkingElection(ds);
+      } finally {
+        if (ds.isInitialized) await ds.destroy();
+        await query(admin, `DROP DATABASE IF EXISTS ${quoted}${db.kind === 'postgres' ? ' WITH (FORCE)' : ''}`);
+      }
+    });
+  }
 
   test('an initialized DataSource without the entities is refused with how to fix it; nothing changes', async () => {
     const accepted = db.track(await initDb(db.options()));
