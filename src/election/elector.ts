@@ -233,7 +233,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     let held = this.#leadership?.lease;
     this.#demote('stopped');
     await starting?.catch(() => undefined);
-    this.#starting = undefined;
+    if (this.#starting === starting) this.#starting = undefined;
     await this.#ticking;
     // start() may have been mid-way through its first elect, which could have made us leader in
     // the database without a local leadership: unregister below vacates it either way.
@@ -429,7 +429,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     const subscriber: ListenSubscriber = {
       ns: this.ns,
       onChange: (change) => this.#onLeaseChange(change),
-      onError: (error) => this.#report(new LeaderElectorError('listen', this, 'LISTEN connection failed', error)),
+      onError: (error) => this.#report(new LeaderElectorError('listen', this, 'the PostgreSQL LISTEN connection failed (reconnecting with backoff; ticks go on)', error)),
       onResync: () => this.#kick(),
     };
     this.#unlisten = await listenForLeaseChanges(dataSource, subscriber);

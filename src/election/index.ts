@@ -42,4 +42,4 @@ export type { Lease, LeaderElectorOptions, ElectorLogger } from './elector-optio
 export type { MonotonicClock } from './monotonic';
 export { stopOnSignals, DEFAULT_SHUTDOWN_SIGNALS, DEFAULT_SHUTDOWN_TIMEOUT_MS } from './shutdown';
 export type { StopOnSignalsOptions, Stoppable } from './shutdown';
-export { DEFAULT_LISTEN_RECONNECT_MIN_MS, DEFAULT_LISTEN_RECONNECT_MAX_MS, LISTEN_APPLICATION_NAME } from './pg-listener';
+export { DEFAULT_LISTEN_RECONNECT_MIN_MS, DEFAULT_LISTEN_RECONNECT_MAX_MS, DEFAULT_LISTEN_CONNECT_TIMEOUT_MS, LISTEN_APPLICATION_NAME } from './pg-listener';

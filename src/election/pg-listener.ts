@@ -17,6 +17,10 @@ import { NOTIFY_CHANNEL, LeaseChange } from './store';
 export const DEFAULT_LISTEN_RECONNECT_MIN_MS = 100;
 /** Longest delay between reconnection attempts of the LISTEN connection. */
 export const DEFAULT_LISTEN_RECONNECT_MAX_MS = 5_000;
+/** Connection timeout of the LISTEN connection unless the DataSource sets `connectTimeoutMS`. */
+export const DEFAULT_LISTEN_CONNECT_TIMEOUT_MS = 10_000;
+/** How long closing the LISTEN connection waits for the server's goodbye. */
+const CLOSE_WAIT_MS = 1_000;
 /** `application_name` of the LISTEN connection unless the DataSource sets one. */
 export const LISTEN_APPLICATION_NAME = 'gemstone-utils listener';
 
@@ -60,7 +64,7 @@ export function listenerConfig(dataSource: DataSource): ClientConfig {
     database: credentials.database,
     port: credentials.port,
     ssl: credentials.ssl,
-    connectionTimeoutMillis: options.connectTimeoutMS,
+    connectionTimeoutMillis: options.connectTimeoutMS ?? DEFAULT_LISTEN_CONNECT_TIMEOUT_MS,
     application_name: options.applicationName ?? LISTEN_APPLICATION_NAME,
     keepAlive: true,
     ...extra,
@@ -109,7 +113,7 @@ class PgListener {
   /** Adds a subscriber; resolves once LISTEN is active, or after the first attempt failed (reported to `onError`). */
   async add(subscriber: ListenSubscriber): Promise<void> {
     this.#subscribers.add(subscriber);
-    if (!this.#client && !this.#connecting && !this.#retryTimer) this.#connecting = this.#connect();
+    if (!this.#client && !this.#connecting && !this.#retryTimer) this.#startConnecting();
     if (this.#connecting) await this.#connecting;
   }
 
@@ -119,14 +123,33 @@ class PgListener {
     return this.#subscribers.size === 0;
   }
 
+  /**
+   * Stops listening. A connection attempt still under way closes itself when it completes, and
+   * a goodbye to an unresponsive server is not waited for beyond {@link CLOSE_WAIT_MS}: stopping
+   * an elector must not hang on its optional LISTEN connection.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
-    await this.#connecting;
     const client = this.#client;
     this.#client = undefined;
-    await client?.end().catch(() => undefined);
+    if (!client) return;
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_WAIT_MS);
+      timer.unref();
+    });
+    await Promise.race([client.end().catch(() => undefined), gaveUp]);
+    clearTimeout(timer);
+  }
+
+  #startConnecting(): void {
+    // `finally` runs asynchronously, so this clears the field even when #connect fails at once.
+    const connecting: Promise<void> = this.#connect().finally(() => {
+      if (this.#connecting === connecting) this.#connecting = undefined;
+    });
+    this.#connecting = connecting;
   }
 
   async #connect(): Promise<void> {
@@ -134,7 +157,6 @@ class PgListener {
     try {
       client = new (loadPg(this.#dataSource).Client)(listenerConfig(this.#dataSource));
     } catch (error) {
-      this.#connecting = undefined;
       this.#scheduleReconnect(asError(error));
       return;
     }
@@ -156,8 +178,6 @@ class PgListener {
     } catch (error) {
       fail(error);
       return;
-    } finally {
-      this.#connecting = undefined;
     }
     if (failed) return;
     if (this.#closed) {
@@ -173,12 +193,11 @@ class PgListener {
 
   #scheduleReconnect(error: Error): void {
     if (this.#closed) return;
-    const wrapped = new Error(`gemstone-utils: the PostgreSQL LISTEN connection failed (reconnecting): ${error.message}`, { cause: error });
-    for (const s of [...this.#subscribers]) s.onError(wrapped);
+    for (const s of [...this.#subscribers]) s.onError(error);
     const delay = Math.min(DEFAULT_LISTEN_RECONNECT_MAX_MS, DEFAULT_LISTEN_RECONNECT_MIN_MS * 2 ** this.#failures++);
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
-      if (!this.#closed) this.#connecting = this.#connect();
+      if (!this.#closed) this.#startConnecting();
     }, delay * (0.5 + Math.random() / 2));
     // A reconnect never has to keep the process alive on its own: the elector's tick timer does.
     this.#retryTimer.unref();

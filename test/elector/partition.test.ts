@@ -4,8 +4,9 @@
  * the database would let anyone else take over — and leads again once the network heals.
  */
 import type { DataSource } from 'typeorm';
-import { initDb } from 'gemstone-utils';
-import { describeEachDatabase } from '../support/databases';
+import { ElectionService, initDb } from 'gemstone-utils';
+import { describeEachDatabase, sleep, uuid } from '../support/databases';
+import { adminConnection } from './db-admin';
 import { ns as freshNs } from '../support/rows';
 import { recordingElector, waitFor } from './helpers';
 import { TcpProxy } from './tcp-proxy';
@@ -45,6 +46,43 @@ describeEachDatabase(
         proxy.heal();
         await made.elector.stop();
         await proxy.close();
+      }
+    });
+  },
+  { kinds: ['postgres', 'mariadb'] },
+);
+
+describeEachDatabase(
+  'LeaderElector local deadline',
+  (db) => {
+    test('counts from before the elect was sent: a slow elect shortens the local lease by its duration', async () => {
+      const ds = await db.connect();
+      const svc = new ElectionService(ds);
+      const ns = freshNs();
+      // A vacant leader row to lock.
+      const other = uuid();
+      await svc.elect(other, { ns });
+      await svc.resign(other, { ns });
+      let offset = 0;
+      const clock = () => performance.now() + offset;
+      const made = recordingElector(ds, { ns, expireSeconds: EXPIRE, intervalMs: INTERVAL, clock });
+      const admin = await adminConnection(db);
+      try {
+        await admin.query(db.kind === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
+        await admin.query('SELECT ns FROM gemstone_election_leader WHERE ns = ? FOR UPDATE', [ns]);
+        const before = clock();
+        const starting = made.elector.start();
+        await sleep(800); // the first elect waits on the lock all this time
+        await admin.query('COMMIT');
+        await starting;
+        expect(made.elector.isLeader).toBe(true);
+        // 50 ms past a lease counted from before start(): over, although the answer came ~800 ms later.
+        offset = before + EXPIRE * 1000 + 50 - performance.now();
+        expect(made.elector.isLeader).toBe(false);
+        expect(made.log.filter((r) => r.kind === 'demoted')).toEqual([{ kind: 'demoted', term: 2, reason: 'lease-expired-locally' }]);
+      } finally {
+        await admin.close();
+        await made.elector.stop();
       }
     });
   },
