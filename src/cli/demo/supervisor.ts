@@ -195,7 +195,9 @@ export class Supervisor {
         this.#event(`${slot.name} stopped leading term ${message.term}: ${message.reason}`, 'warn');
         break;
       case 'leader':
-        if (slot.role !== 'leader') slot.term = message.term;
+        if (slot.role === 'leader') break;
+        slot.term = message.term;
+        if (message.leaderId !== slot.candidateId) this.#act(slot, message.leaderId ? `following ${this.#nameOf(message.leaderId)}` : 'no leader: electing');
         break;
       case 'working':
         this.#act(slot, `job running (term ${message.term})`);

@@ -83,7 +83,7 @@ export class LiveView implements DemoOutput {
   render(header: Header, rows: readonly WorkerRow[]): void {
     const table = new Table({
       head: ['worker', 'pid', 'candidate', 'role', 'term', 'lease left', 'last action'],
-      style: tableStyle(),
+      style: { ...tableStyle(), compact: true },
     });
     const now = Date.now();
     for (const row of rows) {

@@ -6,7 +6,7 @@ import type { NamespaceStatus } from './query';
 /** The status as a terminal table: one row per namespace. */
 export function statusTable(rows: readonly NamespaceStatus[]): string {
   if (rows.length === 0) return pc.dim('no namespaces: no leader row and no active candidate yet');
-  const table = new Table({ head: ['namespace', 'leader', 'term', 'lease left', 'candidates'], style: tableStyle() });
+  const table = new Table({ head: ['namespace', 'leader', 'term', 'lease left', 'candidates'], style: { ...tableStyle(), compact: true } });
   for (const row of rows) {
     table.push([
       row.ns,
