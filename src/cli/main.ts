@@ -8,7 +8,6 @@ import pc from 'picocolors';
 import { createProgram } from './program';
 import { CliError, oneLine } from './errors';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { version } = require('../../../package.json') as { version: string };
 
 async function main(argv: readonly string[]): Promise<void> {

@@ -9,10 +9,9 @@ import type { DataSource } from 'typeorm';
 import { initDb } from 'gemstone-utils';
 import { describeEachDatabase, query, uuid } from '../support/databases';
 import { instantMs } from '../support/rows';
-import { CliResult, runCli, ROOT } from './cli';
+import { CliResult, finished, runCli, ROOT, startCli } from './cli';
 
 // The demo's ledger check, from the build (it is not part of the package's public API).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { verifyLedger } = require(path.join(ROOT, 'dist', 'src', 'cli', 'demo', 'ledger.js')) as typeof import('../../src/cli/demo/ledger');
 
 /** Enough for two chaos actions after a slow start on a busy machine. */
@@ -159,3 +158,44 @@ describeEachDatabase(
   },
   { kinds: ['postgres'] },
 );
+
+describe('gemstone-election demo: Ctrl-C and refusals', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-demo-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  test('SIGINT to the demo alone stops its workers (they hand over and exit) and still prints the summary', async () => {
+    const child = startCli(['demo', '--duration', '120', '--url', `sqlite:${path.join(dir, 'ctrl-c.sqlite')}`], { cwd: dir });
+    const result = finished(child, 45_000);
+    let seen = '';
+    await new Promise<void>((resolve) => {
+      child.stdout!.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        if (/committed ledger entry/.test(seen)) resolve();
+      });
+    });
+    child.kill('SIGINT');
+    const { code, stdout } = await result;
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/interrupted: stopping/);
+    const summary = parseSummary({ code, signal: null, stdout, stderr: '' });
+    expect(summary.ledgerWrites).toBeGreaterThan(0);
+    expect(summary.stale).toBe(0);
+    expect(stdout).toMatch(/stopped leading term \d+: stopped/); // the leader handed over on the way out
+    const pids = [...stdout.matchAll(/started \(pid (\d+),/g)].map((m) => Number(m[1]));
+    expect(pids).toHaveLength(3);
+    for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
+    const ds = await initDb(`sqlite:${path.join(dir, 'ctrl-c.sqlite')}`, { createTables: false });
+    try {
+      // Every worker unregistered on its way out.
+      expect(await query(ds, 'SELECT candidate_id FROM gemstone_election_candidate')).toEqual([]);
+    } finally {
+      await ds.destroy();
+    }
+  }, 60_000);
+
+  test('sqlite::memory: is refused: worker processes could not share it', async () => {
+    const result = await runCli(['demo', '--url', 'sqlite::memory:']);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^gemstone-election: the demo needs a database its worker processes share/)]);
+  });
+});

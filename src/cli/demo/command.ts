@@ -1,6 +1,7 @@
 import { randomUUID } from 'crypto';
 import { Command, InvalidArgumentError } from 'commander';
 import { checkNs } from '../../election/validate';
+import { CliError } from '../errors';
 import { connect, disconnect, redact, resolveUrl } from '../target';
 import { readStatus } from '../status/query';
 import { createDemoTables, verifyLedger } from './ledger';
@@ -42,6 +43,9 @@ function namespace(value: string): string {
 
 async function demo(options: DemoOptions): Promise<void> {
   const url = resolveUrl(options.url);
+  if (/^sqlite::memory:/i.test(url)) {
+    throw new CliError('the demo needs a database its worker processes share: sqlite::memory: is private to one process (use a file, e.g. sqlite:demo.sqlite)');
+  }
   const dataSource = await connect(url, { createTables: true });
   try {
     await createDemoTables(dataSource);
