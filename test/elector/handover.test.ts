@@ -4,10 +4,10 @@
  * printed (target < 100 ms), and only a generous bound asserted (the machine is shared and noisy).
  */
 import type { DataSource } from 'typeorm';
-import { LeaderElector, Lease } from 'gemstone-utils';
-import { describeEachDatabase } from '../support/databases';
+import { LeaderElector, LeaderElectorError, Lease, LISTEN_APPLICATION_NAME } from 'gemstone-utils';
+import { describeEachDatabase, query, sleep } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
-import { median } from './helpers';
+import { median, waitFor } from './helpers';
 
 const TRIALS = 10;
 const INTERVAL = 5_000;
@@ -67,6 +67,34 @@ describeEachDatabase(
           `median ${mid.toFixed(1)} ms over ${TRIALS} trials; min ${Math.min(...took).toFixed(1)}, max ${Math.max(...took).toFixed(1)} ms`,
       );
       expect(mid).toBeLessThan(2_000);
+    });
+
+    test('a killed LISTEN connection is reported, re-established, and handover is instant again', async () => {
+      const ns = freshNs();
+      const ds = dataSources[0]!;
+      const leader = await started(ds, ns);
+      const follower = await started(ds, ns);
+      const errors: LeaderElectorError[] = [];
+      follower.on('error', (error) => errors.push(error));
+      const listenerPids = async () =>
+        (
+          await query<{ pid: number }>(ds, 'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?', [
+            LISTEN_APPLICATION_NAME,
+          ])
+        ).map((r) => r.pid);
+      const [old] = await listenerPids();
+      expect(old).toBeDefined();
+      await query(ds, 'SELECT pg_terminate_backend(?)', [old]);
+      await waitFor('the LISTEN error', () => errors.some((e) => e.phase === 'listen'), 5_000);
+      await waitFor('a new LISTEN connection', async () => (await listenerPids()).some((pid) => pid !== old), 10_000, 20);
+      const relistened = performance.now();
+      await sleep(50); // LISTEN itself follows the connection's appearance
+      // Reconnecting triggers one tick at once; the next is ≥ 0.9 × intervalMs later.
+      const elected = new Promise<Lease>((resolve) => follower.once('elected', resolve));
+      await leader.stop();
+      await elected;
+      expect(performance.now() - relistened).toBeLessThan(INTERVAL * 0.9 - 200);
+      expect(follower.isLeader).toBe(true);
     });
   },
   { kinds: ['postgres'] },
