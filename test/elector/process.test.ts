@@ -148,16 +148,18 @@ describeEachDatabase(
       await setup.destroy();
       const ns = freshNs();
       const config = { url: own.url(), ns, expireSeconds: 3, intervalMs: 300, statusEveryMs: 100 };
+      // The leader has no 'error' listener: its errors must be logged, not crash it. (Its elect
+      // is the one that blocks on the held row: MySQL followers read the lease without a lock.)
+      const logging = new WorkerProcess(config);
+      workers.push(logging);
+      expect((await logging.ready()).isLeader).toBe(true);
       const listening = new WorkerProcess({ ...config, listenErrors: true });
       workers.push(listening);
       await listening.ready();
-      const logging = new WorkerProcess(config);
-      workers.push(logging);
-      await logging.ready();
 
       const admin = await adminConnection(own);
       try {
-        // Hold the leader row so that both workers' next elect blocks on it, then kill them all.
+        // Hold the leader row so that the leader's next elect blocks on it, then kill every connection.
         await admin.query(own.kind === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
         await admin.query('SELECT ns FROM gemstone_election_leader WHERE ns = ? FOR UPDATE', [ns]);
         await sleep(300 * 1.1 * 2);
@@ -165,10 +167,9 @@ describeEachDatabase(
         expect(await killConnections(own, admin)).toBeGreaterThanOrEqual(2);
         await admin.query('COMMIT');
 
-        await listening.waitFor('an error event from the killed tick', (l) => l.event === 'error' && l.phase === 'tick', 10_000, marks[0]);
         await logging.waitFor('a logged error from the killed tick', (l) => l.event === 'logged-error' && l.phase === 'tick', 10_000, marks[1]);
         if (own.kind === 'postgres') {
-          await listening.waitFor('the LISTEN connection error', (l) => l.event === 'error' && l.phase === 'listen', 10_000, marks[0]);
+          await listening.waitFor('the LISTEN connection error event', (l) => l.event === 'error' && l.phase === 'listen', 10_000, marks[0]);
         }
         // Leadership recovers: one of them leads again, and the database agrees.
         const leads = (w: WorkerProcess, from: number) => w.lines.slice(from).some((l) => l.event === 'status' && l.isLeader === true);
