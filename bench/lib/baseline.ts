@@ -1,0 +1,225 @@
+/**
+ * The limit the library is measured against: the same durable work as `elect` — touch the
+ * caller's candidate row and renew-or-acquire the lease by the database clock — through the same
+ * driver the library uses, with no ORM, in as few statements as the database allows:
+ *
+ * - PostgreSQL: ONE statement (two data-modifying CTEs, the leader row locked by its upsert).
+ * - MariaDB: ONE multi-table UPDATE (both rows must exist: the benchmark creates them first). It
+ *   cannot return the leader (MariaDB has no UPDATE … RETURNING), so it does slightly less than
+ *   `elect`: a bound in the baseline's favour.
+ * - SQLite: no statement can write two tables, so two prepared statements in one
+ *   `BEGIN IMMEDIATE` transaction (better-sqlite3 runs them synchronously: no round trips).
+ *
+ * On PostgreSQL, `storedFunction` is the approach of seed 002: `try_become_leader()` in PL/pgSQL
+ * on its own table (copied verbatim from the seed; it touches no candidate row).
+ */
+import * as mysql from 'mysql2/promise';
+import { Client } from 'pg';
+import { CANDIDATE_TABLE, LEADER_TABLE } from 'gemstone-utils';
+import type { BenchTarget } from './databases';
+
+export interface RawClient {
+  /** One baseline elect by `candidateId` in `ns`. */
+  elect(ns: string, candidateId: string, expireSeconds: number): Promise<void>;
+  /** Ends the lease of `ns` (setup for a takeover; not timed). */
+  expireLease(ns: string): Promise<void>;
+  /** The leader of `ns` and its term, read without a lock (checks, not timed). */
+  leader(ns: string): Promise<{ leaderId: string | null; term: number; live: boolean } | undefined>;
+  /** Seed 002's `try_become_leader` (PostgreSQL only). */
+  storedFunction?: StoredFunction;
+  close(): Promise<void>;
+}
+
+export interface StoredFunction {
+  tryBecomeLeader(service: string, candidateId: string, timeoutSeconds: number): Promise<boolean>;
+  expire(service: string): Promise<void>;
+}
+
+const PG_ELECT = `WITH lease AS (
+  INSERT INTO ${LEADER_TABLE} AS l (ns, leader_id, lease_expires_at, updated_at, term)
+  VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3), clock_timestamp(), 1)
+  ON CONFLICT (ns) DO UPDATE SET
+    term = CASE WHEN l.leader_id = EXCLUDED.leader_id AND l.lease_expires_at > clock_timestamp() THEN l.term ELSE l.term + 1 END,
+    leader_id = EXCLUDED.leader_id,
+    lease_expires_at = clock_timestamp() + make_interval(secs => $3),
+    updated_at = clock_timestamp()
+  WHERE l.leader_id IS NULL OR l.lease_expires_at <= clock_timestamp() OR l.leader_id = EXCLUDED.leader_id
+  RETURNING l.leader_id
+), touch AS (
+  INSERT INTO ${CANDIDATE_TABLE} (ns, candidate_id, last_heartbeat_at, expires_at)
+  VALUES ($1, $2, clock_timestamp(), clock_timestamp() + make_interval(secs => $3))
+  ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at
+)
+SELECT COALESCE((SELECT leader_id FROM lease), (SELECT leader_id FROM ${LEADER_TABLE} WHERE ns = $1)) AS leader_id`;
+
+/** Seed 002, verbatim apart from layout. */
+const SEED_002_SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS leader_election (
+  service_name VARCHAR(255) PRIMARY KEY,
+  leader_id VARCHAR(255) NOT NULL,
+  term INTEGER NOT NULL DEFAULT 1,
+  last_heartbeat TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+  metadata JSONB DEFAULT '{}'
+)`,
+  `CREATE OR REPLACE FUNCTION try_become_leader(
+  p_service_name VARCHAR(255),
+  p_candidate_id VARCHAR(255),
+  p_timeout_seconds INTEGER DEFAULT 30
+) RETURNS BOOLEAN AS $$
+DECLARE
+  v_now TIMESTAMPTZ := NOW();
+  v_timeout TIMESTAMPTZ := v_now - (p_timeout_seconds || ' seconds')::INTERVAL;
+  v_current RECORD;
+BEGIN
+  SELECT * INTO v_current FROM leader_election WHERE service_name = p_service_name FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO leader_election (service_name, leader_id, term, last_heartbeat) VALUES (p_service_name, p_candidate_id, 1, v_now);
+    RETURN TRUE;
+  END IF;
+  IF v_current.leader_id = p_candidate_id THEN
+    UPDATE leader_election SET last_heartbeat = v_now WHERE service_name = p_service_name;
+    RETURN TRUE;
+  END IF;
+  IF v_current.last_heartbeat < v_timeout THEN
+    UPDATE leader_election SET leader_id = p_candidate_id, term = term + 1, last_heartbeat = v_now WHERE service_name = p_service_name;
+    RETURN TRUE;
+  END IF;
+  RETURN FALSE;
+END;
+$$ LANGUAGE plpgsql`,
+];
+
+// Left-to-right: `term` is decided on the old row, then `leader_id`; the lease columns follow
+// whoever `leader_id` names now. MariaDB evaluates single-row assignments in this order (the
+// benchmark checks the outcome of a takeover before timing anything).
+const MYSQL_ELECT = `UPDATE ${LEADER_TABLE} l JOIN ${CANDIDATE_TABLE} c ON c.ns = l.ns AND c.candidate_id = ?
+SET l.term = IF(l.leader_id IS NULL OR l.lease_expires_at <= UTC_TIMESTAMP(6), l.term + 1, l.term),
+    l.leader_id = IF(l.leader_id IS NULL OR l.lease_expires_at <= UTC_TIMESTAMP(6) OR l.leader_id = ?, ?, l.leader_id),
+    l.lease_expires_at = IF(l.leader_id = ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, l.lease_expires_at),
+    l.updated_at = IF(l.leader_id = ?, UTC_TIMESTAMP(6), l.updated_at),
+    c.last_heartbeat_at = UTC_TIMESTAMP(6),
+    c.expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+WHERE l.ns = ?`;
+
+/** The little of better-sqlite3 used here (the package ships no types; no @types dependency for this). */
+interface SqliteStatement {
+  run(...params: unknown[]): unknown;
+  get(...params: unknown[]): unknown;
+}
+interface SqliteDatabase {
+  prepare(text: string): SqliteStatement;
+  transaction<A extends unknown[]>(fn: (...args: A) => void): { immediate(...args: A): void };
+  close(): void;
+}
+type SqliteConstructor = new (file: string, options: { timeout: number }) => SqliteDatabase;
+
+const SQLITE_NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')";
+const SQLITE_LATER = "strftime('%Y-%m-%d %H:%M:%f', 'now', @later)";
+
+export async function openRaw(target: BenchTarget): Promise<RawClient> {
+  switch (target.kind) {
+    case 'postgres':
+      return openPostgres(target.url);
+    case 'mariadb':
+      return openMariadb(target.url);
+    case 'sqlite':
+      return openSqlite(target.url.slice('sqlite:'.length));
+  }
+}
+
+async function openPostgres(url: string): Promise<RawClient> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  return {
+    async elect(ns, id, expireSeconds) {
+      await client.query(PG_ELECT, [ns, id, expireSeconds]);
+    },
+    async expireLease(ns) {
+      await client.query(`UPDATE ${LEADER_TABLE} SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE ns = $1`, [ns]);
+    },
+    async leader(ns) {
+      const { rows } = await client.query(
+        `SELECT leader_id, term, (lease_expires_at > clock_timestamp()) AS live FROM ${LEADER_TABLE} WHERE ns = $1`,
+        [ns],
+      );
+      const row = rows[0];
+      return row ? { leaderId: row.leader_id, term: Number(row.term), live: row.live === true } : undefined;
+    },
+    storedFunction: {
+      async tryBecomeLeader(service, id, timeoutSeconds) {
+        const { rows } = await client.query('SELECT try_become_leader($1, $2, $3) AS ok', [service, id, timeoutSeconds]);
+        return rows[0]?.ok === true;
+      },
+      async expire(service) {
+        await client.query(`UPDATE leader_election SET last_heartbeat = now() - interval '1 day' WHERE service_name = $1`, [service]);
+      },
+    },
+    close: () => client.end(),
+  };
+}
+
+/** Creates seed 002's table and function (PostgreSQL; once per database). */
+export async function installSeed002(url: string): Promise<void> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const statement of SEED_002_SCHEMA) await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+async function openMariadb(url: string): Promise<RawClient> {
+  const connection = await mysql.createConnection({ uri: url, timezone: 'Z' });
+  return {
+    async elect(ns, id, expireSeconds) {
+      const micros = Math.round(expireSeconds * 1e6);
+      await connection.query(MYSQL_ELECT, [id, id, id, id, micros, id, micros, ns]);
+    },
+    async expireLease(ns) {
+      await connection.query(`UPDATE ${LEADER_TABLE} SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE ns = ?`, [ns]);
+    },
+    async leader(ns) {
+      const [rows] = await connection.query(
+        `SELECT leader_id, term, (lease_expires_at > UTC_TIMESTAMP(6)) AS live FROM ${LEADER_TABLE} WHERE ns = ?`,
+        [ns],
+      );
+      const row = (rows as Array<Record<string, unknown>>)[0];
+      return row ? { leaderId: row.leader_id as string | null, term: Number(row.term), live: Number(row.live) === 1 } : undefined;
+    },
+    close: () => connection.end(),
+  };
+}
+
+async function openSqlite(file: string): Promise<RawClient> {
+  const Database = require('better-sqlite3') as SqliteConstructor;
+  const db = new Database(file, { timeout: 5000 });
+  const lease = db.prepare(`INSERT INTO ${LEADER_TABLE} AS l (ns, leader_id, lease_expires_at, updated_at, term)
+VALUES (@ns, @id, ${SQLITE_LATER}, ${SQLITE_NOW}, 1)
+ON CONFLICT (ns) DO UPDATE SET
+  term = CASE WHEN l.leader_id = excluded.leader_id AND l.lease_expires_at > ${SQLITE_NOW} THEN l.term ELSE l.term + 1 END,
+  leader_id = excluded.leader_id, lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at
+WHERE l.leader_id IS NULL OR l.lease_expires_at <= ${SQLITE_NOW} OR l.leader_id = excluded.leader_id`);
+  const touch = db.prepare(`INSERT INTO ${CANDIDATE_TABLE} (ns, candidate_id, last_heartbeat_at, expires_at)
+VALUES (@ns, @id, ${SQLITE_NOW}, ${SQLITE_LATER})
+ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, expires_at = excluded.expires_at`);
+  const elect = db.transaction((ns: string, id: string, later: string) => {
+    lease.run({ ns, id, later });
+    touch.run({ ns, id, later });
+  });
+  const expire = db.prepare(`UPDATE ${LEADER_TABLE} SET lease_expires_at = strftime('%Y-%m-%d %H:%M:%f', 'now', '-1 seconds') WHERE ns = ?`);
+  const read = db.prepare(`SELECT leader_id, term, (lease_expires_at > ${SQLITE_NOW}) AS live FROM ${LEADER_TABLE} WHERE ns = ?`);
+  return {
+    async elect(ns, id, expireSeconds) {
+      elect.immediate(ns, id, `+${expireSeconds.toFixed(3)} seconds`);
+    },
+    async expireLease(ns) {
+      expire.run(ns);
+    },
+    async leader(ns) {
+      const row = read.get(ns) as Record<string, unknown> | undefined;
+      return row ? { leaderId: row.leader_id as string | null, term: Number(row.term), live: Number(row.live) === 1 } : undefined;
+    },
+    close: async () => void db.close(),
+  };
+}

@@ -1,0 +1,191 @@
+/** The run as Markdown tables (bench/results/latest.md; BENCHMARKS.md quotes them). */
+import type { BenchKind } from '../lib/databases';
+import type { RepeatedResult } from '../lib/measure';
+import { SCENARIOS } from '../suites/hot-path';
+import type { BenchReport, DatabaseResults } from './types';
+
+const LABEL: Record<BenchKind, string> = { postgres: 'PostgreSQL', mariadb: 'MariaDB', sqlite: 'SQLite file' };
+const ms = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v < 10 ? v.toFixed(2) : v.toFixed(1));
+const x = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : `${v.toFixed(2)}×`);
+const n = (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '–');
+const lat = (r: RepeatedResult | undefined) => (r ? `${ms(r.latency.p50)} / ${ms(r.latency.p99)}` : '–');
+
+function table(head: string[], rows: string[][]): string {
+  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+function each(report: BenchReport): Array<[BenchKind, DatabaseResults]> {
+  return Object.entries(report.results) as Array<[BenchKind, DatabaseResults]>;
+}
+
+export function renderMarkdown(report: BenchReport): string {
+  const { meta } = report;
+  const out: string[] = [];
+  out.push(
+    `Run: ${meta.date} · \`${meta.command}\` · ${meta.durationSeconds.toFixed(0)} s · ${meta.machine.cpus} × ${meta.machine.cpuModel}, ` +
+      `${meta.machine.memoryGiB} GiB, ${meta.machine.os}, Node ${meta.machine.node}, TypeORM ${meta.machine.typeorm} · ` +
+      each(report)
+        .map(([k, r]) => `${LABEL[k]} ${r.version ?? '?'}`)
+        .join(', '),
+  );
+
+  const hot = each(report).filter(([, r]) => r.hotPath);
+  if (hot.length) {
+    const sizes = hot[0]?.[1].hotPath?.sizes;
+    out.push(
+      `### Hot path: one caller, calls back to back\n\n${sizes?.reps} repetitions × ${sizes?.calls} calls after ${sizes?.warmup} warm-up calls, implementations interleaved. ` +
+        'Throughput: median over repetitions; latency p50 / p99 in ms over all calls; ratio: median of the per-repetition ratios.',
+    );
+    const rows: string[][] = [];
+    for (const [kind, r] of hot) {
+      const h = r.hotPath!;
+      for (const scenario of SCENARIOS) {
+        const s = h.scenarios[scenario];
+        rows.push([
+          LABEL[kind],
+          scenario,
+          n(s.library?.throughput ?? NaN),
+          n(s.baseline?.throughput ?? NaN),
+          s.seed002 ? n(s.seed002.throughput) : '–',
+          `**${x(h.ratioToBaseline[scenario])}**`,
+          h.ratioToSeed002 ? x(h.ratioToSeed002[scenario]) : '–',
+          lat(s.library),
+          lat(s.baseline),
+          s.seed002 ? lat(s.seed002) : '–',
+        ]);
+      }
+    }
+    out.push(
+      table(
+        ['database', 'elect', 'library /s', 'baseline /s', 'seed 002 /s', 'library ÷ baseline', 'library ÷ seed 002', 'library p50 / p99', 'baseline p50 / p99', 'seed 002 p50 / p99'],
+        rows,
+      ),
+    );
+  }
+
+  const contention = each(report).filter(([, r]) => r.contention?.length);
+  if (contention.length) {
+    out.push(
+      '### Contention: N candidates on one namespace, one connection each\n\nClosed loop per candidate in its own worker thread; percentiles in ms (median over repetitions); ' +
+        'follower = every candidate but the leader. Ratio: median of per-repetition ratios.',
+    );
+    const rows: string[][] = [];
+    for (const [kind, r] of contention) {
+      for (const p of r.contention!) {
+        rows.push([
+          LABEL[kind],
+          String(p.concurrency),
+          `${ms(p.library.p50)} / ${ms(p.library.p99)}`,
+          `${ms(p.baseline.p50)} / ${ms(p.baseline.p99)}`,
+          ms(p.library.followerP99),
+          ms(p.baseline.followerP99),
+          `**${x(p.followerP99Ratio)}**`,
+          `${n(p.library.throughput)} / ${n(p.baseline.throughput)}`,
+          `${p.library.errors} / ${p.baseline.errors}`,
+          p.library.exactlyOneLeader && p.baseline.exactlyOneLeader ? 'yes' : '**NO**',
+        ]);
+      }
+    }
+    out.push(
+      table(
+        ['database', 'N', 'library p50 / p99', 'baseline p50 / p99', 'library follower p99', 'baseline follower p99', 'follower p99 ratio', 'calls/s library / baseline', 'errors', 'one leader'],
+        rows,
+      ),
+    );
+  }
+
+  const scale = each(report).filter(([, r]) => r.scale);
+  if (scale.length) {
+    const sizes = scale[0]?.[1].scale?.sizes;
+    out.push(
+      `### Scale: namespaces (${sizes?.candidatesPerNamespace} candidates each)\n\nEach size in its own database, sizes interleaved in chunks; ${sizes?.reps} × ${sizes?.calls} calls, ` +
+        'each a random candidate of a random namespace. p50 / p99 in ms; ratio: median of per-repetition p50 ratios.',
+    );
+    const counts = scale[0]?.[1].scale?.points.map((p) => p.namespaces) ?? [];
+    out.push(
+      table(
+        ['database', ...counts.map((c) => `${n(c)} ns`), 'largest ÷ smallest p50', `listCandidates (${n(sizes?.listCandidates ?? NaN)} active) p50 / p99`],
+        scale.map(([kind, r]) => [
+          LABEL[kind],
+          ...r.scale!.points.map((p) => lat(p.elect)),
+          `**${x(r.scale!.p50Ratio)}**`,
+          `${lat(r.scale!.list.result)} (${n(r.scale!.list.returned)} returned)`,
+        ]),
+      ),
+    );
+  }
+
+  const load = each(report).filter(([, r]) => r.load);
+  if (load.length) {
+    const sizes = load[0]?.[1].load?.sizes;
+    out.push(
+      `### Load: counted, per call\n\nStatements and transactions counted by a TypeORM logger that sees every statement (autocommit statements count as transactions). ` +
+        `Elector ticks: ${sizes?.electors} LeaderElectors, intervalMs ${sizes?.intervalMs}, over ${sizes?.windowMs} ms; a tick is counted by its candidate-row touch. ` +
+        'PostgreSQL cross-check: `pg_stat_database.xact_commit` over renewals.',
+    );
+    out.push(
+      table(
+        ['database', 'renew stmts / txns', 'follower stmts / txns', 'takeover stmts / txns', 'elector ticks (leader + followers)', 'txns per tick (max)', 'xact_commit per elect'],
+        load.map(([kind, r]) => {
+          const l = r.load!;
+          const pc = (p: { statements: number; transactions: number }) => `${p.statements.toFixed(1)} / ${p.transactions.toFixed(1)}`;
+          return [
+            LABEL[kind],
+            pc(l.elect.renew),
+            pc(l.elect.follower),
+            pc(l.elect.takeover),
+            l.electors.map((e) => `${e.ticks}${e.leader ? ' (L)' : ''}`).join(' + '),
+            `**${l.maxTransactionsPerTick.toFixed(2)}**`,
+            l.xactCommit ? `${l.xactCommit.perElect.toFixed(2)} (${l.xactCommit.commits} / ${l.xactCommit.elects})` : '–',
+          ];
+        }),
+      ),
+    );
+  }
+
+  const failover = each(report).filter(([, r]) => r.failover);
+  if (failover.length) {
+    const sizes = failover[0]?.[1].failover?.sizes;
+    out.push(
+      `### Failover: ${sizes?.trials} trials each, ${sizes?.candidates} candidate processes, lease ${sizes?.expireSeconds} s, tick ${sizes?.intervalMs} ms\n\n` +
+        "Crash: SIGKILL of the leader's process → another process's 'elected'. Graceful: `stop()` called → another's 'elected'. ms.",
+    );
+    out.push(
+      table(
+        ['database', 'crash median', 'crash p95', 'crash limit (lease + tick)', 'graceful median', 'graceful p95', 'failed trials', 'overlapping leaderships'],
+        failover.map(([kind, r]) => {
+          const f = r.failover!;
+          return [
+            LABEL[kind],
+            `**${n(f.crash.median)}**`,
+            n(f.crash.p95),
+            n(f.crash.limitMs),
+            `**${ms(f.graceful.median)}**`,
+            ms(f.graceful.p95),
+            String(f.crash.failed + f.graceful.failed),
+            String(f.overlaps),
+          ];
+        }),
+      ),
+    );
+  }
+
+  const skipped = each(report).flatMap(([kind, r]) => Object.entries(r.skipped ?? {}).map(([suite, why]) => `- ${LABEL[kind]} ${suite}: ${why}`));
+  if (skipped.length) out.push(`Skipped:\n\n${skipped.join('\n')}`);
+
+  out.push('### Targets');
+  out.push(
+    table(
+      ['target', 'database', 'measured', 'limit', 'verdict'],
+      report.targets.map((t) => [
+        t.target,
+        LABEL[t.database],
+        t.value === null ? '–' : t.value < 10 ? t.value.toFixed(2) : n(t.value),
+        t.limit,
+        t.met === null ? '–' : t.met ? 'met' : '**missed**',
+      ]),
+    ),
+  );
+  if (report.failures.length) out.push(`Correctness failures:\n\n${report.failures.map((f) => `- ${f}`).join('\n')}`);
+  return out.join('\n\n') + '\n';
+}

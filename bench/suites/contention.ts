@@ -1,0 +1,159 @@
+/**
+ * Contention: 1, 8 and 64 candidates electing on ONE namespace at the same time, each in a
+ * worker thread with one connection of its own, in a closed loop until a shared deadline; the
+ * library and the one-statement baseline take turns, repetition by repetition. The first
+ * candidate leads (it elected first, with a 60 s lease), so every other call is a follower's.
+ */
+import * as path from 'path';
+import { Worker } from 'worker_threads';
+import { openRaw } from '../lib/baseline';
+import type { BenchTarget } from '../lib/databases';
+import { candidateIds, openLibrary, service } from '../lib/library';
+import { median, summarize } from '../lib/stats';
+import type { ContentionCommand, ContentionRunReport, ContentionWorkerData } from '../workers/contention-worker';
+
+export interface ContentionSizes {
+  concurrency: number[];
+  warmupMs: number;
+  durationMs: number;
+  reps: number;
+}
+
+export interface ContentionSide {
+  /** Medians over repetitions of each repetition's percentile (ms). */
+  p50: number;
+  p99: number;
+  followerP50: number | null;
+  followerP99: number | null;
+  /** Calls per second, all candidates together (median over repetitions). */
+  throughput: number;
+  calls: number;
+  errors: number;
+  errorSamples: string[];
+  /** Exactly one leader at the end of every repetition (checked in the database; for the library also by the callers' outcomes). */
+  exactlyOneLeader: boolean;
+}
+
+export interface ContentionPoint {
+  concurrency: number;
+  library: ContentionSide;
+  baseline: ContentionSide;
+  /** library ÷ baseline follower p99 (median of per-repetition ratios; null at concurrency 1). */
+  followerP99Ratio: number | null;
+  p50Ratio: number;
+}
+
+const EXPIRE = 60;
+
+class Candidate {
+  readonly worker: Worker;
+  #pending: ((value: unknown) => void) | undefined;
+  #failed: ((error: Error) => void) | undefined;
+
+  constructor(data: ContentionWorkerData) {
+    this.worker = new Worker(path.join(__dirname, '..', 'workers', 'contention-worker.js'), { workerData: data });
+    this.worker.on('message', (message: { type: string; error?: string }) => {
+      if (message.type === 'failed') this.#failed?.(new Error(message.error));
+      else this.#pending?.(message);
+    });
+    this.worker.on('error', (error) => this.#failed?.(error));
+  }
+
+  send<T>(command: ContentionCommand): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#pending = resolve as (value: unknown) => void;
+      this.#failed = reject;
+      this.worker.postMessage(command);
+    });
+  }
+}
+
+interface RepOutcome {
+  p50: number;
+  p99: number;
+  followerP50: number | null;
+  followerP99: number | null;
+  throughput: number;
+  calls: number;
+  errors: string[];
+  exactlyOneLeader: boolean;
+}
+
+export async function runContention(target: BenchTarget, sizes: ContentionSizes, log: (line: string) => void): Promise<ContentionPoint[]> {
+  const setup = await openLibrary(target);
+  const raw = await openRaw(target);
+  const points: ContentionPoint[] = [];
+  try {
+    const election = service(setup, EXPIRE);
+    for (const concurrency of sizes.concurrency) {
+      const ids = candidateIds(concurrency);
+      const leader = ids[0] as string;
+      const namespaces = { library: `contention-${concurrency}-library`, baseline: `contention-${concurrency}-baseline` };
+      // The first candidate leads; MariaDB's baseline needs every row to exist (untimed).
+      for (const ns of Object.values(namespaces)) {
+        await election.elect(leader, { ns });
+        for (const id of ids) await election.registerCandidate(id, { ns });
+      }
+      const candidates = ids.map((candidateId) => new Candidate({ target, candidateId, expireSeconds: EXPIRE }));
+      const reps: Record<'library' | 'baseline', RepOutcome[]> = { library: [], baseline: [] };
+      try {
+        for (let rep = 0; rep < sizes.reps; rep++) {
+          for (const mode of ['library', 'baseline'] as const) {
+            await Promise.all(candidates.map((c) => c.send({ type: 'open', mode })));
+            const measureFrom = Date.now() + 100 + sizes.warmupMs;
+            const until = measureFrom + sizes.durationMs;
+            const reports = await Promise.all(candidates.map((c) => c.send<ContentionRunReport>({ type: 'run', ns: namespaces[mode], measureFrom, until })));
+            await Promise.all(candidates.map((c) => c.send({ type: 'close' })));
+            const row = await raw.leader(namespaces[mode]);
+            let exactlyOneLeader = row?.live === true && row.leaderId === leader;
+            if (mode === 'library') {
+              exactlyOneLeader &&= reports.filter((r) => r.lastIsLeader).length === 1 && reports.every((r) => r.lastLeader === leader);
+            }
+            const all = reports.flatMap((r) => r.samples);
+            const followers = reports.slice(1).flatMap((r) => r.samples);
+            const s = summarize(all);
+            const f = followers.length ? summarize(followers) : null;
+            reps[mode].push({
+              p50: s.p50,
+              p99: s.p99,
+              followerP50: f?.p50 ?? null,
+              followerP99: f?.p99 ?? null,
+              throughput: (all.length / sizes.durationMs) * 1000,
+              calls: all.length,
+              errors: reports.flatMap((r) => r.errors),
+              exactlyOneLeader,
+            });
+          }
+          log(`  contention ${target.kind} x${concurrency}: repetition ${rep + 1}/${sizes.reps} done`);
+        }
+      } finally {
+        await Promise.all(candidates.map((c) => c.worker.terminate()));
+      }
+      const side = (outcomes: RepOutcome[]): ContentionSide => ({
+        p50: median(outcomes.map((o) => o.p50)),
+        p99: median(outcomes.map((o) => o.p99)),
+        followerP50: concurrency > 1 ? median(outcomes.map((o) => o.followerP50 as number)) : null,
+        followerP99: concurrency > 1 ? median(outcomes.map((o) => o.followerP99 as number)) : null,
+        throughput: median(outcomes.map((o) => o.throughput)),
+        calls: outcomes.reduce((sum, o) => sum + o.calls, 0),
+        errors: outcomes.reduce((sum, o) => sum + o.errors.length, 0),
+        errorSamples: outcomes.flatMap((o) => o.errors).slice(0, 5),
+        exactlyOneLeader: outcomes.every((o) => o.exactlyOneLeader),
+      });
+      points.push({
+        concurrency,
+        library: side(reps.library),
+        baseline: side(reps.baseline),
+        followerP99Ratio:
+          concurrency > 1
+            ? median(reps.library.map((o, i) => (o.followerP99 as number) / (reps.baseline[i]?.followerP99 as number)))
+            : null,
+        p50Ratio: median(reps.library.map((o, i) => o.p50 / (reps.baseline[i]?.p50 as number))),
+      });
+    }
+    return points;
+  } finally {
+    await raw.close();
+    await setup.destroy();
+  }
+}
