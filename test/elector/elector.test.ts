@@ -3,7 +3,7 @@
  * and events in order, runIfLeader, loss of leadership, the local deadline, error reporting.
  */
 import type { DataSource } from 'typeorm';
-import { ElectionService, initDb, LeaderElector, LeadershipEndedError } from 'gemstone-utils';
+import { ElectionService, initDb, LeaderElector, LeadershipEndedError, stopOnSignals } from 'gemstone-utils';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 import { blockEventLoop, kinds, recordingElector, waitFor } from './helpers';
@@ -275,6 +275,28 @@ describeEachDatabase('LeaderElector', (db) => {
     const gaps = begins.slice(1, ticks).map((t, i) => t - begins[i]!);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(INTERVAL * 0.9 - 5);
     expect(Math.max(...gaps) - Math.min(...gaps)).toBeGreaterThan(2); // jittered, not a fixed period
+  });
+
+  test('stopOnSignals stops several electors on a signal (exit: false leaves the process alone) and can be removed', async () => {
+    const ns = freshNs();
+    const a = make({ ns });
+    const b = make({ ns });
+    await a.elector.start();
+    await b.elector.start();
+    const before = process.listenerCount('SIGUSR2');
+    const remove = stopOnSignals([a.elector, b.elector], { signals: ['SIGUSR2'], exit: false });
+    expect(process.listenerCount('SIGUSR2')).toBe(before + 1);
+    // Emitted, not sent: jest's sandboxed `process` does not install OS signal handlers (a real
+    // SIGUSR2 would end the test runner). The process test sends a real SIGTERM.
+    process.emit('SIGUSR2', 'SIGUSR2');
+    // Both unregistered, the lease vacated.
+    await waitFor('both electors to stop', async () => (await svc.listCandidates({ ns })).length === 0, 5_000);
+    expect(await leaderRow(ns)).toEqual({ leaderId: null, term: 1 });
+    expect(a.elector.running || b.elector.running).toBe(false);
+    expect(a.log.filter((r) => r.kind === 'demoted')).toEqual([{ kind: 'demoted', term: 1, reason: 'stopped' }]);
+    await waitFor('the handler to be removed', () => process.listenerCount('SIGUSR2') === before, 2_000);
+    remove(); // harmless twice
+    expect(process.listenerCount('SIGUSR2')).toBe(before);
   });
 
   test('await using / Symbol.asyncDispose stops the elector and vacates its lease', async () => {
