@@ -3,6 +3,8 @@
  * API (and, on PostgreSQL, LISTEN/NOTIFY) once the tables exist; it cannot run DDL.
  */
 import { randomBytes } from 'crypto';
+import * as mysql from 'mysql2/promise';
+import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { ElectionService, initDb, LeaderElector } from 'gemstone-utils';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
@@ -41,12 +43,24 @@ describeEachDatabase(
       roleUrl = url.toString();
     });
 
+    // Roles and users belong to the server, not to the test's database: drop them over a
+    // connection of their own (the database and its DataSources may already be gone).
     afterAll(async () => {
       if (db.kind === 'postgres') {
-        await query(admin, `DROP OWNED BY ${role}`).catch(() => undefined);
-        await query(admin, `DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+        const client = new Client({ connectionString: process.env.GEMSTONE_TEST_PG_URL });
+        await client.connect();
+        try {
+          await client.query(`DROP ROLE IF EXISTS ${role}`);
+        } finally {
+          await client.end();
+        }
       } else {
-        await query(admin, `DROP USER IF EXISTS '${role}'@'%'`).catch(() => undefined);
+        const connection = await mysql.createConnection({ uri: process.env.GEMSTONE_TEST_MYSQL_URL as string });
+        try {
+          await connection.query(`DROP USER IF EXISTS '${role}'@'%'`);
+        } finally {
+          await connection.end();
+        }
       }
     });
 
@@ -87,6 +101,42 @@ describeEachDatabase(
         expect(errors).toEqual([]);
       } finally {
         await ds.destroy();
+      }
+    });
+
+    test('the DDL role of initDb needs only CREATE: it creates the tables on an empty database', async () => {
+      const fresh = await db.sibling();
+      const url = new URL(fresh.url());
+      const database = url.pathname.slice(1);
+      const ddlRole = `${role}_ddl`;
+      const owner = await fresh.connect({}, { createTables: false }); // connects as admin, creates nothing
+      try {
+        if (db.kind === 'postgres') {
+          await query(owner, `CREATE ROLE ${ddlRole} LOGIN`);
+          await query(owner, `GRANT CONNECT ON DATABASE "${database}" TO ${ddlRole}`);
+          await query(owner, `REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
+          await query(owner, `GRANT USAGE, CREATE ON SCHEMA public TO ${ddlRole}`);
+        } else {
+          await query(owner, `CREATE USER '${ddlRole}'@'%'`);
+          await query(owner, `GRANT CREATE ON \`${database}\`.* TO '${ddlRole}'@'%'`);
+        }
+        url.username = ddlRole;
+        const ds = await initDb(url.toString());
+        await ds.destroy();
+        const tables = await query<{ n: number | string }>(
+          owner,
+          db.kind === 'postgres'
+            ? "SELECT COUNT(*) AS n FROM pg_tables WHERE tablename IN ('gemstone_election_candidate', 'gemstone_election_leader')"
+            : "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN ('gemstone_election_candidate', 'gemstone_election_leader')",
+        );
+        expect(Number(tables[0]!.n)).toBe(2);
+      } finally {
+        if (db.kind === 'postgres') {
+          await query(owner, `DROP OWNED BY ${ddlRole}`).catch(() => undefined);
+          await query(owner, `DROP ROLE IF EXISTS ${ddlRole}`).catch(() => undefined);
+        } else {
+          await query(owner, `DROP USER IF EXISTS '${ddlRole}'@'%'`).catch(() => undefined);
+        }
       }
     });
 

@@ -1,0 +1,302 @@
+// @ts-check
+'use strict';
+/**
+ * The chaos run's own database work, per kind: a fresh database, the ledger (fenced writes plus
+ * every change of the lease, recorded by a trigger in the changing transaction), connection
+ * kills, and the leader row as the injector sees it. This is harness SQL, run as the admin, next
+ * to (never instead of) the library's.
+ */
+const crypto = require('crypto');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const PG_URL = process.env.GEMSTONE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const MYSQL_URL = process.env.GEMSTONE_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/test';
+
+/** @typedef {'postgres' | 'mariadb' | 'sqlite'} Kind */
+
+/** @param {string} url @returns {Kind} */
+function kindOfUrl(url) {
+  if (/^postgres(ql)?:/i.test(url)) return 'postgres';
+  if (/^(mysql|mariadb):/i.test(url)) return 'mariadb';
+  if (/^sqlite:/i.test(url)) return 'sqlite';
+  throw new Error(`chaos: unsupported database URL ${url} (postgres://, mysql://, mariadb:// or sqlite:<file>)`);
+}
+
+/** @param {string} url */
+function sqliteFile(url) {
+  const file = url.slice('sqlite:'.length).split('?')[0];
+  if (!file || file === ':memory:') throw new Error('chaos: SQLite needs a file (workers are separate processes)');
+  return file.startsWith('//') ? file.slice(2) : file;
+}
+
+/** @param {string} base @param {string} name */
+function withDatabase(base, name) {
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
+ * Creates an empty database for one run.
+ * @param {Kind} kind @param {string} dir where an SQLite file goes
+ * @returns {Promise<{ url: string, drop: () => Promise<void> }>}
+ */
+async function createDatabase(kind, dir) {
+  const name = `gem_chaos_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
+  if (kind === 'sqlite') {
+    const file = path.join(dir, `${name}.sqlite`);
+    const drop = async () => {
+      for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(`${file}${suffix}`, { force: true });
+    };
+    return { url: `sqlite:${file}`, drop };
+  }
+  if (kind === 'postgres') {
+    const { Client } = require('pg');
+    const run = async (/** @type {string} */ text) => {
+      const client = new Client({ connectionString: PG_URL });
+      await client.connect();
+      try {
+        await client.query(text);
+      } finally {
+        await client.end();
+      }
+    };
+    await run(`CREATE DATABASE "${name}"`);
+    return { url: withDatabase(PG_URL, name), drop: () => run(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+  }
+  const mysql = require('mysql2/promise');
+  const run = async (/** @type {string} */ text) => {
+    const connection = await mysql.createConnection({ uri: MYSQL_URL });
+    try {
+      await connection.query(text);
+    } finally {
+      await connection.end();
+    }
+  };
+  await run(`CREATE DATABASE \`${name}\``);
+  return { url: withDatabase(MYSQL_URL, name), drop: () => run(`DROP DATABASE IF EXISTS \`${name}\``) };
+}
+
+/**
+ * A direct admin connection (never through a proxy): `?` placeholders on every kind.
+ * @param {string} url
+ * @returns {Promise<{ kind: Kind, query: (text: string, params?: unknown[]) => Promise<any[]>, close: () => Promise<void> }>}
+ */
+async function connectAdmin(url) {
+  const kind = kindOfUrl(url);
+  if (kind === 'postgres') {
+    const { Client } = require('pg');
+    const client = new Client({ connectionString: url });
+    client.on('error', () => undefined);
+    await client.connect();
+    return {
+      kind,
+      query: async (text, params = []) => {
+        let i = 0;
+        return (await client.query(text.replace(/\?/g, () => `$${++i}`), params)).rows;
+      },
+      close: () => client.end(),
+    };
+  }
+  if (kind === 'mariadb') {
+    const mysql = require('mysql2/promise');
+    const connection = await mysql.createConnection({ uri: url.replace(/^mariadb:/i, 'mysql:'), multipleStatements: false });
+    connection.on('error', () => undefined);
+    return {
+      kind,
+      query: async (text, params = []) => {
+        const [rows] = await connection.query(text, params);
+        return Array.isArray(rows) ? rows : [];
+      },
+      close: () => connection.end(),
+    };
+  }
+  const Database = require('better-sqlite3');
+  const db = new Database(sqliteFile(url), { timeout: 10_000 });
+  return {
+    kind,
+    query: async (text, params = []) => {
+      const statement = db.prepare(text);
+      return statement.reader ? statement.all(...params) : (statement.run(...params), []);
+    },
+    close: async () => db.close(),
+  };
+}
+
+/** Epoch milliseconds of the server clock, per kind (SQL text). */
+const NOW_MS = {
+  postgres: 'EXTRACT(EPOCH FROM clock_timestamp()) * 1000',
+  mariadb: "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) / 1000",
+  sqlite: "(julianday('now') - 2440587.5) * 86400000.0",
+};
+
+/** The ledger table and the trigger that records every change of a lease (grant, renew, vacate). */
+const LEDGER_DDL = {
+  postgres: [
+    `CREATE TABLE chaos_ledger (
+  id bigserial PRIMARY KEY,
+  kind varchar(8) NOT NULL,
+  ns varchar(255) NOT NULL,
+  term bigint NOT NULL,
+  holder varchar(36),
+  worker int,
+  seq bigint,
+  lease_until double precision,
+  at double precision NOT NULL
+)`,
+    `CREATE FUNCTION chaos_lease_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO chaos_ledger (kind, ns, term, holder, lease_until, at)
+  VALUES (CASE WHEN NEW.leader_id IS NULL THEN 'vacate' WHEN NEW.term IS DISTINCT FROM OLD.term THEN 'grant' ELSE 'renew' END,
+          NEW.ns, NEW.term, NEW.leader_id, EXTRACT(EPOCH FROM NEW.lease_expires_at) * 1000, ${NOW_MS.postgres});
+  RETURN NULL;
+END $$`,
+    `CREATE TRIGGER chaos_lease_change AFTER UPDATE ON gemstone_election_leader FOR EACH ROW
+WHEN (OLD.term IS DISTINCT FROM NEW.term OR OLD.leader_id IS DISTINCT FROM NEW.leader_id OR OLD.lease_expires_at IS DISTINCT FROM NEW.lease_expires_at)
+EXECUTE FUNCTION chaos_lease_change()`,
+  ],
+  mariadb: [
+    `CREATE TABLE chaos_ledger (
+  id bigint AUTO_INCREMENT PRIMARY KEY,
+  kind varchar(8) NOT NULL,
+  ns varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  term bigint NOT NULL,
+  holder varchar(36),
+  worker int,
+  seq bigint,
+  lease_until double,
+  at double NOT NULL
+) ENGINE=InnoDB`,
+    `CREATE TRIGGER chaos_lease_change AFTER UPDATE ON gemstone_election_leader FOR EACH ROW
+BEGIN
+  IF NOT (NEW.term <=> OLD.term) OR NOT (NEW.leader_id <=> OLD.leader_id) OR NOT (NEW.lease_expires_at <=> OLD.lease_expires_at) THEN
+    INSERT INTO chaos_ledger (kind, ns, term, holder, lease_until, at)
+    VALUES (IF(NEW.leader_id IS NULL, 'vacate', IF(NEW.term <> OLD.term, 'grant', 'renew')), NEW.ns, NEW.term, NEW.leader_id,
+            TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', NEW.lease_expires_at) / 1000, ${NOW_MS.mariadb});
+  END IF;
+END`,
+  ],
+  sqlite: [
+    `CREATE TABLE chaos_ledger (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL,
+  ns TEXT NOT NULL,
+  term INTEGER NOT NULL,
+  holder TEXT,
+  worker INTEGER,
+  seq INTEGER,
+  lease_until REAL,
+  at REAL NOT NULL
+)`,
+    `CREATE TRIGGER chaos_lease_change AFTER UPDATE ON gemstone_election_leader FOR EACH ROW
+WHEN NEW.term IS NOT OLD.term OR NEW.leader_id IS NOT OLD.leader_id OR NEW.lease_expires_at IS NOT OLD.lease_expires_at
+BEGIN
+  INSERT INTO chaos_ledger (kind, ns, term, holder, lease_until, at)
+  VALUES (CASE WHEN NEW.leader_id IS NULL THEN 'vacate' WHEN NEW.term IS NOT OLD.term THEN 'grant' ELSE 'renew' END,
+          NEW.ns, NEW.term, NEW.leader_id, (julianday(NEW.lease_expires_at) - 2440587.5) * 86400000.0, ${NOW_MS.sqlite});
+END`,
+  ],
+};
+
+/**
+ * The fenced write a worker makes after `assertLeader` (its last statement before COMMIT), with
+ * `?` placeholders: ns, term, holder, worker, seq.
+ * @param {Kind} kind
+ */
+function ledgerInsert(kind) {
+  const text = `INSERT INTO chaos_ledger (kind, ns, term, holder, worker, seq, at) VALUES ('write', ?, ?, ?, ?, ?, ${NOW_MS[kind]})`;
+  if (kind !== 'postgres') return text;
+  let i = 0;
+  return text.replace(/\?/g, () => `$${++i}`);
+}
+
+/** @param {Awaited<ReturnType<typeof connectAdmin>>} admin */
+async function installLedger(admin) {
+  for (const statement of LEDGER_DDL[admin.kind]) await admin.query(statement);
+}
+
+/**
+ * @typedef {{ id: number, kind: 'write' | 'grant' | 'renew' | 'vacate', ns: string, term: number, holder: string | null,
+ *   worker: number | null, seq: number | null, leaseUntil: number | null, at: number }} LedgerRow
+ */
+
+/** @param {Awaited<ReturnType<typeof connectAdmin>>} admin @returns {Promise<LedgerRow[]>} */
+async function readLedger(admin) {
+  const rows = await admin.query('SELECT id, kind, ns, term, holder, worker, seq, lease_until, at FROM chaos_ledger ORDER BY id');
+  const num = (/** @type {unknown} */ v) => (v === null || v === undefined ? null : Number(v));
+  return rows.map((r) => ({
+    id: Number(r.id),
+    kind: r.kind,
+    ns: String(r.ns),
+    term: Number(r.term),
+    holder: r.holder ?? null,
+    worker: num(r.worker),
+    seq: num(r.seq),
+    leaseUntil: num(r.lease_until),
+    at: Number(r.at),
+  }));
+}
+
+/** The leader row, if any, as `{ leaderId, term, live }` (database clock). */
+async function readLeader(/** @type {Awaited<ReturnType<typeof connectAdmin>>} */ admin, /** @type {string} */ ns) {
+  const now = { postgres: 'clock_timestamp()', mariadb: 'UTC_TIMESTAMP(6)', sqlite: "strftime('%Y-%m-%d %H:%M:%f', 'now')" }[admin.kind];
+  const [row] = await admin.query(
+    `SELECT leader_id, term, CASE WHEN lease_expires_at > ${now} THEN 1 ELSE 0 END AS live FROM gemstone_election_leader WHERE ns = ?`,
+    [ns],
+  );
+  return row ? { leaderId: row.leader_id ?? null, term: Number(row.term), live: Number(row.live) === 1 } : null;
+}
+
+/**
+ * Kills the server sessions whose client port is one of `ports` (the proxy's upstream ports):
+ * `pg_terminate_backend` or MariaDB `KILL CONNECTION`. Returns how many it killed.
+ * @param {Awaited<ReturnType<typeof connectAdmin>>} admin @param {number[]} ports
+ */
+async function killConnections(admin, ports) {
+  if (ports.length === 0) return 0;
+  if (admin.kind === 'postgres') {
+    const rows = await admin.query(
+      `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND client_port = ANY(?::int[])`,
+      [ports],
+    );
+    return rows.filter((r) => r.killed).length;
+  }
+  if (admin.kind === 'mariadb') {
+    const rows = await admin.query('SELECT ID AS id, HOST AS host FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()');
+    const victims = rows.filter((r) => ports.some((port) => String(r.host).endsWith(`:${port}`)));
+    let killed = 0;
+    for (const { id } of victims) {
+      await admin
+        .query(`KILL CONNECTION ${Number(id)}`)
+        .then(() => killed++)
+        .catch(() => undefined); // already gone
+    }
+    return killed;
+  }
+  return 0;
+}
+
+/** The command `--db-restart` runs (override with CHAOS_DB_RESTART_CMD). @param {Kind} kind */
+function restartCommand(kind) {
+  if (process.env.CHAOS_DB_RESTART_CMD) return process.env.CHAOS_DB_RESTART_CMD;
+  if (kind === 'postgres') return 'pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main restart';
+  if (kind === 'mariadb') return 'mysqladmin -h 127.0.0.1 -u root shutdown && sleep 1 && (start-stop-daemon --start --background --exec /usr/sbin/mariadbd)';
+  return '';
+}
+
+module.exports = {
+  kindOfUrl,
+  sqliteFile,
+  createDatabase,
+  connectAdmin,
+  installLedger,
+  ledgerInsert,
+  readLedger,
+  readLeader,
+  killConnections,
+  restartCommand,
+  tmpDir: () => path.join(os.tmpdir(), 'gemstone-chaos'),
+};

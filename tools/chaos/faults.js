@@ -1,0 +1,129 @@
+// @ts-check
+'use strict';
+/**
+ * The fault injector: one fault at a time, chosen at random (seeded), aimed at the current leader
+ * more often than not — that is where faults bite. Each fault returns the span it was active.
+ */
+const { execSync } = require('child_process');
+
+/** Every fault type; which ones apply depends on the database (see {@link faultsFor}). */
+const FAULT_TYPES = ['kill', 'pause', 'stall-before-fence', 'stall-in-fence', 'conn-kill', 'partition-cut', 'partition-hang', 'delay', 'db-restart'];
+
+/**
+ * The faults that make sense for a database: SQLite has no server connections to kill or
+ * partition; a database restart only when asked (it disturbs everything else on the server).
+ * @param {import('./database').Kind} kind @param {{ dbRestart: boolean, only?: string[] }} options
+ */
+function faultsFor(kind, { dbRestart, only }) {
+  const everywhere = ['kill', 'pause', 'stall-before-fence', 'stall-in-fence'];
+  let types = kind === 'sqlite' ? everywhere : [...everywhere, 'conn-kill', 'partition-cut', 'partition-hang', 'delay'];
+  if (dbRestart && kind !== 'sqlite') types.push('db-restart');
+  if (only && only.length) types = types.filter((t) => only.includes(t));
+  return types;
+}
+
+/** A small seeded PRNG (mulberry32): the fault schedule of a run can be replayed by its seed. */
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * @typedef {{
+ *   kind: import('./database').Kind,
+ *   workers: number,
+ *   leaseMs: number,
+ *   random: () => number,
+ *   leaderSlot: () => Promise<number | undefined>,
+ *   signal: (slot: number, signal: NodeJS.Signals) => void,
+ *   stall: (slot: number, where: 'before-fence' | 'in-fence', ms: number) => void,
+ *   tickMaxMs: number,
+ *   workMs: number,
+ *   killAndRestart: (slot: number, downMs: number) => Promise<void>,
+ *   proxy: (slot: number) => import('./proxy').ChaosProxy | undefined,
+ *   killConnections: (slots: number[]) => Promise<number>,
+ *   restartDatabase: () => Promise<void>,
+ * }} FaultContext
+ */
+
+/**
+ * Runs one fault of `type`; resolves to what happened, once it is over (healed).
+ * @param {string} type @param {FaultContext} ctx
+ * @returns {Promise<import('./checker').Fault>}
+ */
+async function inject(type, ctx) {
+  const between = (/** @type {number} */ lo, /** @type {number} */ hi) => lo + (hi - lo) * ctx.random();
+  const leader = await ctx.leaderSlot().catch(() => undefined);
+  // Stalls aim at the leader: only a leader runs fenced actions.
+  const aimAtLeader = leader !== undefined && (type.startsWith('stall') || ctx.random() < 0.6);
+  const slot = aimAtLeader ? /** @type {number} */ (leader) : Math.floor(ctx.random() * ctx.workers);
+  const target = `${slot === leader ? 'leader ' : ''}w${slot}`;
+  const start = Date.now();
+  switch (type) {
+    case 'kill': {
+      await ctx.killAndRestart(slot, between(200, 1000));
+      return { type, slot, start, end: Date.now(), detail: `SIGKILL ${target}, restarted` };
+    }
+    case 'pause': {
+      const ms = between(1.3, 2.5) * ctx.leaseMs;
+      ctx.signal(slot, 'SIGSTOP');
+      await sleep(ms);
+      ctx.signal(slot, 'SIGCONT');
+      return { type, slot, start, end: Date.now(), detail: `SIGSTOP ${target} for ${Math.round(ms)} ms` };
+    }
+    case 'stall-before-fence':
+    case 'stall-in-fence': {
+      // Long enough for another worker to take over, had nothing held the lease: lease + 2 ticks + 0.5 s.
+      const ms = Math.round(ctx.leaseMs + 2 * ctx.tickMaxMs + 500);
+      const where = type === 'stall-before-fence' ? 'before-fence' : 'in-fence';
+      ctx.stall(slot, where, ms);
+      await sleep(ms + ctx.workMs + 200);
+      return { type, slot, start, end: Date.now(), detail: `${target} blocks ${ms} ms ${where === 'before-fence' ? 'before assertLeader' : 'after assertLeader, before its write'}` };
+    }
+    case 'conn-kill': {
+      const all = ctx.random() < 0.3;
+      const slots = all ? [...Array(ctx.workers).keys()] : [slot];
+      const killed = await ctx.killConnections(slots);
+      return { type, slot: all ? null : slot, start, end: Date.now(), detail: `${killed} connections of ${all ? 'all workers' : target}` };
+    }
+    case 'partition-cut':
+    case 'partition-hang':
+    case 'delay': {
+      const proxy = ctx.proxy(slot);
+      if (!proxy) throw new Error(`chaos: no proxy for worker ${slot}`);
+      const ms = between(1, 2.5) * ctx.leaseMs;
+      let detail = `${type === 'partition-cut' ? 'cut' : type === 'partition-hang' ? 'hang' : ''} ${target} for ${Math.round(ms)} ms`;
+      if (type === 'partition-cut') proxy.cut();
+      else if (type === 'partition-hang') proxy.hang();
+      else {
+        const delay = Math.round(between(50, 400));
+        proxy.delay(delay);
+        detail = `delay ${target} by ${delay} ms each way for ${Math.round(ms)} ms`;
+      }
+      await sleep(ms);
+      proxy.heal();
+      return { type, slot, start, end: Date.now(), detail };
+    }
+    case 'db-restart': {
+      await ctx.restartDatabase();
+      return { type, slot: null, start, end: Date.now(), detail: 'database server restarted' };
+    }
+    default:
+      throw new Error(`chaos: unknown fault ${type}`);
+  }
+}
+
+/** Runs a shell command (the database restart), failing loudly. @param {string} command */
+function sh(command) {
+  execSync(command, { stdio: 'inherit', shell: '/bin/bash', timeout: 120_000 });
+}
+
+module.exports = { FAULT_TYPES, faultsFor, inject, rng, sh };

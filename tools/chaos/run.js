@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+// @ts-check
+'use strict';
+/**
+ * `npm run chaos -- [flags]`: a chaos run against PostgreSQL, MariaDB or an SQLite file, checked
+ * for stale writes, term order, late actions and leaderless time. Exit code 0 when every check
+ * passes, 1 when one fails, 2 when the run itself could not be carried out.
+ */
+// The test suite's TypeORM 0.3 switch (require('typeorm') → typeorm03), for runs on that line.
+if (process.env.GEMSTONE_TYPEORM_LINE === '0.3') require(require('path').join(__dirname, '..', '..', 'test', 'support', 'typeorm-line.js'));
+const { Command, Option } = require('commander');
+const { runChaos, DEFAULTS } = require('./runner');
+const { FAULT_TYPES } = require('./faults');
+const { printSummary } = require('./report');
+
+const number = (/** @type {string} */ value) => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`not a positive number: ${value}`);
+  return n;
+};
+
+const program = new Command()
+  .name('npm run chaos --')
+  .description('Leader election under faults: K workers do fenced writes to a ledger while a fault injector kills, pauses, partitions and delays them.')
+  .addOption(new Option('--db <kind>', 'database to create for the run').choices(['postgres', 'mariadb', 'sqlite']).default('postgres'))
+  .option('--url <url>', 'use this (empty) database instead of creating one: postgres://…, mysql://…, sqlite:<file>')
+  .option('--workers <n>', 'worker processes', number, DEFAULTS.workers)
+  .option('--duration <seconds>', 'length of the run', number, DEFAULTS.durationS)
+  .option('--lease <seconds>', 'lease (expireSeconds) of every elector', number, DEFAULTS.leaseS)
+  .option('--work-ms <ms>', 'pause between a leader\'s fenced writes', number, DEFAULTS.workMs)
+  .option('--slack-ms <ms>', 'allowed leaderless time beyond one tick when no fault explains it (a noisy machine)', number, DEFAULTS.slackMs)
+  .option('--clock-tolerance-ms <ms>', 'worker clock vs database clock, for check (c)', number, DEFAULTS.clockToleranceMs)
+  .option('--seed <n>', 'seed of the fault schedule', (v) => Number.parseInt(v, 10))
+  .option('--faults <list>', `only these faults, comma-separated (${FAULT_TYPES.join(', ')})`, (v) => v.split(',').map((s) => s.trim()))
+  .option('--db-restart', 'also restart the database server (never in CI: it disturbs everything on the server)', false)
+  .option('--out <dir>', 'output directory (default /tmp/gemstone-chaos/<db>-<time>)')
+  .option('--keep', 'keep the database the run created', false)
+  .option('--unfenced', 'sabotage: workers skip assertLeader (the checker must then report stale writes)', false)
+  .option('--json', 'print the summary as JSON on stdout', false);
+
+async function main() {
+  program.parse();
+  const flags = program.opts();
+  for (const fault of flags.faults ?? []) if (!FAULT_TYPES.includes(fault)) throw new Error(`unknown fault ${fault} (${FAULT_TYPES.join(', ')})`);
+  const summary = await runChaos({
+    db: flags.db,
+    url: flags.url,
+    workers: flags.workers,
+    durationS: flags.duration,
+    leaseS: flags.lease,
+    workMs: flags.workMs,
+    slackMs: flags.slackMs,
+    clockToleranceMs: flags.clockToleranceMs,
+    seed: flags.seed,
+    faults: flags.faults,
+    dbRestart: flags.dbRestart,
+    out: flags.out,
+    keep: flags.keep,
+    unfenced: flags.unfenced,
+  });
+  if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
+  else printSummary(summary);
+  process.exitCode = summary.ok ? 0 : 1;
+}
+
+main().catch((error) => {
+  process.stderr.write(`chaos: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 2;
+});

@@ -1,0 +1,151 @@
+// @ts-check
+'use strict';
+/**
+ * One chaos worker: a LeaderElector with a short lease, doing leader-only work through the
+ * fencing pattern — in one transaction `assertLeader(id, { ns, term, session })`, then append
+ * (worker, term, seq) to the ledger. Every step goes to a JSON-lines log, written synchronously
+ * so a SIGKILL loses nothing that happened before it.
+ *
+ * Environment: CHAOS_URL (through this worker's proxy), CHAOS_SLOT, CHAOS_INCARNATION,
+ * CHAOS_CANDIDATE_ID, CHAOS_NS, CHAOS_LEASE_SECONDS, CHAOS_WORK_MS, CHAOS_LOG, CHAOS_CONTROL.
+ *
+ * SIGUSR2 arms a stall read from CHAOS_CONTROL (`{ where, ms }`): the next fenced action blocks
+ * its whole process (like a long GC pause) just before `assertLeader` or just after it.
+ */
+const fs = require('fs');
+const { initDb, LeaderElector, ElectionService, NotLeaderError } = require('gemstone-utils');
+const { kindOfUrl, ledgerInsert } = require('./database');
+
+const env = process.env;
+const url = /** @type {string} */ (env.CHAOS_URL);
+const slot = Number(env.CHAOS_SLOT);
+const incarnation = Number(env.CHAOS_INCARNATION);
+const candidateId = /** @type {string} */ (env.CHAOS_CANDIDATE_ID);
+const ns = env.CHAOS_NS || 'chaos';
+const leaseSeconds = Number(env.CHAOS_LEASE_SECONDS || 2);
+const workMs = Number(env.CHAOS_WORK_MS || 100);
+const logFile = /** @type {string} */ (env.CHAOS_LOG);
+const controlFile = env.CHAOS_CONTROL;
+/** Sabotage for the harness's own test: skip assertLeader, so the checker must find stale writes. */
+const unfenced = env.CHAOS_UNFENCED === '1';
+const kind = kindOfUrl(url);
+
+/** @param {string} ev @param {Record<string, unknown>} [fields] */
+function log(ev, fields = {}) {
+  fs.appendFileSync(logFile, `${JSON.stringify({ t: Date.now(), ev, slot, incarnation, ...fields })}\n`);
+}
+
+/** @param {unknown} error */
+function describe(error) {
+  const e = /** @type {{ message?: string, cause?: { message?: string, code?: string } }} */ (error ?? {});
+  const cause = e.cause?.message ? ` <- ${e.cause.code ? `${e.cause.code} ` : ''}${e.cause.message}` : '';
+  return `${e.message ?? String(error)}${cause}`.slice(0, 300);
+}
+
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** @type {{ where: 'before-fence' | 'in-fence', ms: number } | null} */
+let armedStall = null;
+process.on('SIGUSR2', () => {
+  try {
+    armedStall = JSON.parse(fs.readFileSync(/** @type {string} */ (controlFile), 'utf8'));
+  } catch (error) {
+    log('control-error', { message: describe(error) });
+  }
+});
+
+/** Blocks the event loop (timers, the elector, everything) if a stall is armed for `where`. */
+function maybeStall(/** @type {'before-fence' | 'in-fence'} */ where, /** @type {number} */ seq) {
+  if (armedStall?.where !== where) return;
+  const { ms } = armedStall;
+  armedStall = null;
+  log('stall', { where, ms, seq });
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  log('stall-end', { where, seq });
+}
+
+/** initDb through the proxy, retried: the worker may start during a partition. */
+async function connect() {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await initDb(url, { createTables: false });
+    } catch (error) {
+      log('connect-error', { attempt, message: describe(error) });
+      await sleep(250);
+    }
+  }
+}
+
+async function main() {
+  log('start', { pid: process.pid, candidateId });
+  const electorDs = await connect();
+  // SQLite: one TypeORM DataSource is one connection, and an application cannot hold its own
+  // transaction on it while the elector ticks (README, per-database notes). The fenced work
+  // gets a DataSource of its own; the database write lock orders the two.
+  const workDs = kind === 'sqlite' ? await connect() : electorDs;
+  const service = new ElectionService(workDs, { expireSeconds: leaseSeconds });
+  const insert = ledgerInsert(kind);
+
+  const elector = new LeaderElector({ dataSource: electorDs, ns, candidateId, expireSeconds: leaseSeconds });
+  elector.on('elected', (lease) => log('elected', { term: lease.term }));
+  elector.on('demoted', (lease, reason) => log('demoted', { term: lease.term, reason }));
+  elector.on('leader', (leaderId, term) => log('leader', { leaderId, term }));
+  elector.on('error', (error) => log('error', { message: describe(error) }));
+
+  let seq = 0;
+  let running = true;
+
+  /**
+   * @param {{ term: number }} lease
+   * @param {number} decidedAt wall clock just before `runIfLeader` checked leadership
+   */
+  async function fencedAppend(lease, decidedAt) {
+    const startedAt = Date.now();
+    const mySeq = ++seq;
+    log('action-start', { term: lease.term, seq: mySeq, decidedAt, at: startedAt });
+    const runner = workDs.createQueryRunner();
+    try {
+      await runner.connect();
+      await runner.startTransaction();
+      maybeStall('before-fence', mySeq);
+      if (!unfenced) await service.assertLeader(candidateId, { ns, term: lease.term, session: runner });
+      maybeStall('in-fence', mySeq);
+      await runner.query(insert, [ns, lease.term, candidateId, slot, mySeq]);
+      await runner.commitTransaction();
+      log('action-commit', { term: lease.term, seq: mySeq });
+    } catch (error) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      if (error instanceof NotLeaderError) log('action-fenced', { term: lease.term, seq: mySeq, current: error.term, leaderId: error.leaderId });
+      else log('action-error', { term: lease.term, seq: mySeq, message: describe(error) });
+    } finally {
+      await runner.release().catch(() => undefined);
+    }
+  }
+
+  const stop = async () => {
+    if (!running) return;
+    running = false;
+    log('stopping');
+    await elector.stop();
+    log('stopped');
+    await Promise.allSettled([electorDs.destroy(), workDs === electorDs ? undefined : workDs.destroy()]);
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop());
+
+  await elector.start();
+  log('started', { isLeader: elector.isLeader });
+  while (running) {
+    const decidedAt = Date.now();
+    await elector.runIfLeader((lease) => fencedAppend(lease, decidedAt));
+    await sleep(workMs);
+  }
+}
+
+process.on('unhandledRejection', (error) => {
+  log('unhandled-rejection', { message: describe(error) });
+});
+main().catch((error) => {
+  log('fatal', { message: describe(error) });
+  process.exit(1);
+});
