@@ -22,8 +22,10 @@ interface Summary {
   outDir: string;
 }
 
+/** Runs the harness; its output directory is removed when the run passed, kept for a look when not. */
 async function chaos(args: string[]): Promise<Summary> {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-chaos-test-'));
+  let keep = true;
   try {
     const { stdout } = await run(process.execPath, [path.join(ROOT, 'tools', 'chaos', 'run.js'), ...args, '--out', out, '--json'], {
       cwd: ROOT,
@@ -33,13 +35,16 @@ async function chaos(args: string[]): Promise<Summary> {
       if (error.code === 1 && error.stdout) return { stdout: error.stdout };
       throw new Error(`chaos run failed (exit ${error.code}): ${error.stderr ?? ''}`);
     });
-    return JSON.parse(stdout) as Summary;
+    const summary = JSON.parse(stdout) as Summary;
+    keep = !summary.ok;
+    return summary;
   } finally {
-    fs.rmSync(out, { recursive: true, force: true });
+    if (!keep) fs.rmSync(out, { recursive: true, force: true });
   }
 }
 
-const failures = (summary: Summary) => summary.checks.filter((c) => !c.ok).map((c) => `(${c.id}) ${c.name}: ${c.violations.join('; ')}`);
+const failures = (summary: Summary) =>
+  summary.checks.filter((c) => !c.ok).map((c) => `(${c.id}) ${c.name}: ${c.violations.join('; ')} [kept: ${summary.outDir}]`);
 
 describeEachDatabase(
   'chaos',
@@ -66,6 +71,7 @@ describe('chaos checker has teeth', () => {
     'with assertLeader skipped, a stalled leader writes under a stale term and the run fails',
     async () => {
       const summary = await chaos(['--db', 'sqlite', '--duration', '10', '--faults', 'stall-before-fence', '--unfenced']);
+      fs.rmSync(summary.outDir, { recursive: true, force: true }); // failing is this run's purpose
       expect(summary.stats.stalls).toBeGreaterThanOrEqual(1);
       expect(summary.ok).toBe(false);
       const stale = summary.checks.find((c) => c.id === 'a')!;
