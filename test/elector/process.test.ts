@@ -75,15 +75,16 @@ describeEachDatabase(
 
       // Pause it while it holds no lock (a pause inside a transaction would block everyone: that
       // is what the fence is for, but then nobody could take over during the pause).
+      let pausedAt = 0;
       for (let attempt = 0; ; attempt++) {
         stale.signal('SIGSTOP');
+        pausedAt = Date.now();
         await sleep(40);
         if (!(await leaderRowLocked(db, ns))) break;
         stale.signal('SIGCONT');
         if (attempt > 30) throw new Error('the leader always held a lock when paused');
         await sleep(20 + Math.random() * 60);
       }
-      const pausedAt = Date.now();
       const mark = stale.lines.length;
       const staleTerm = stale.events('elected').at(-1)!.term as number;
 
