@@ -33,7 +33,7 @@ export function renderMarkdown(report: BenchReport): string {
   if (hot.length) {
     const sizes = hot[0]?.[1].hotPath?.sizes;
     out.push(
-      `### Hot path: one caller, calls back to back\n\n${sizes?.reps} repetitions × ${sizes?.calls} calls after ${sizes?.warmup} warm-up calls, implementations interleaved. ` +
+      `### Hot path: one caller, calls back to back\n\n${sizes?.reps} repetitions × ${sizes?.calls} calls after ${sizes?.warmup} warm-up calls, implementations taking turns in chunks of 100 calls. ` +
         'Throughput: median over repetitions; latency p50 / p99 in ms over all calls; ratio: median of the per-repetition ratios.',
     );
     const rows: string[][] = [];
