@@ -193,6 +193,46 @@ describe('gemstone-election demo: Ctrl-C and refusals', () => {
     }
   }, 60_000);
 
+  test('if the demo process itself dies (SIGKILL), its workers notice and exit', async () => {
+    const child = startCli(['demo', '--duration', '120', '--url', `sqlite:${path.join(dir, 'orphans.sqlite')}`], { cwd: dir });
+    const result = finished(child, 45_000);
+    let seen = '';
+    await new Promise<void>((resolve) => {
+      child.stdout!.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        if ((seen.match(/started \(pid/g) ?? []).length === 3 && /became leader/.test(seen)) resolve();
+      });
+    });
+    child.kill('SIGKILL');
+    await result;
+    const pids = [...seen.matchAll(/started \(pid (\d+),/g)].map((m) => Number(m[1]));
+    const alive = () => pids.filter((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    const deadline = Date.now() + 15_000;
+    while (alive().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(alive()).toEqual([]);
+  }, 60_000);
+
+  test('--json: stdout is the summary object alone; the log goes to stderr', async () => {
+    const result = await runCli(['demo', '--json', '--duration', '4', '--url', `sqlite:${path.join(dir, 'json.sqlite')}`], { cwd: dir, timeoutMs: 30_000 });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/became leader \(term 1\)/);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const summary = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(summary).toMatchObject({ ns: NS, workers: 3, fencing: true, kills: 0, pauses: 0, staleWrites: 0, staleDetails: [] });
+    expect(summary.elections as number).toBeGreaterThanOrEqual(1);
+    expect(summary.ledgerWrites).toEqual(expect.any(Number));
+    expect(summary.ledgerWrites as number).toBeGreaterThan(0);
+    expect(summary.runId).toMatch(/^[0-9a-f-]{36}$/);
+  }, 60_000);
+
   test('sqlite::memory: is refused: worker processes could not share it', async () => {
     const result = await runCli(['demo', '--url', 'sqlite::memory:']);
     expect(result.code).toBe(1);
