@@ -176,7 +176,7 @@ export class Supervisor {
         slot.ready = true;
         this.#anyReady = true;
         if (slot.role === 'starting') slot.role = 'follower';
-        this.#act(slot, 'candidate');
+        if (slot.lastAction === 'starting') this.#act(slot, 'candidate');
         break;
       case 'elected':
         if (this.#disrupted && this.#disrupted.candidateId !== slot.candidateId) {
@@ -287,7 +287,6 @@ export class Supervisor {
       this.#polling = false;
     }
   }
-
 
   /** Kills or pauses the current leader (alternating), as the database shows it. */
   #chaos(): void {

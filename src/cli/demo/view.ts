@@ -52,6 +52,12 @@ const roleText: Record<Role, (text: string) => string> = {
   stopped: pc.dim,
 };
 
+/** The line as is if it fits, else its text without colors, cut to `width` columns. */
+function fit(line: string, width: number): string {
+  const plain = line.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+  return plain.length <= width ? line : `${plain.slice(0, Math.max(0, width - 1))}…`;
+}
+
 /** Plain lines (`HH:MM:SS.mmm text`) for pipes and CI, to the given stream. */
 export class PlainLog implements DemoOutput {
   constructor(private readonly stream: NodeJS.WritableStream) {}
@@ -104,9 +110,11 @@ export class LiveView implements DemoOutput {
       pc.bold('events'),
       ...this.#events.map((e) => `  ${pc.dim(clock(e.at))} ${paint[e.tone](e.text)}`),
     ];
-    // Move up over the previous frame and redraw it line by line, clearing leftovers.
+    // Move up over the previous frame and redraw it line by line, clearing leftovers. Lines
+    // are cut to the terminal width: a wrapped line would throw the cursor arithmetic off.
+    const width = this.stream.columns || Number.POSITIVE_INFINITY;
     let frame = this.#lines > 0 ? `\x1b[${this.#lines}A` : '';
-    frame += lines.map((line) => `\x1b[2K${line}\n`).join('');
+    frame += lines.map((line) => `\x1b[2K${fit(line, width)}\n`).join('');
     frame += '\x1b[J';
     this.stream.write(frame);
     this.#lines = lines.length;
