@@ -14,6 +14,7 @@ import {
   DEFAULT_DEMO_WORK_MS,
   DEFAULT_DEMO_WORKERS,
   DemoOptions,
+  MAX_DEMO_DURATION_SECONDS,
 } from './options';
 import { buildSummary, summaryText } from './summary';
 import { Supervisor } from './supervisor';
@@ -30,7 +31,7 @@ function number(check: (n: number) => boolean, what: string) {
   };
 }
 const positiveInt = (max: number) => number((n) => Number.isInteger(n) && n >= 1 && n <= max, `an integer from 1 to ${max}`);
-const positiveSeconds = number((n) => Number.isFinite(n) && n > 0, 'a number of seconds > 0');
+const seconds = (max: number) => number((n) => Number.isFinite(n) && n > 0 && n <= max, `a number of seconds > 0 and <= ${max}`);
 const millis = number((n) => Number.isInteger(n) && n >= 0, 'a whole number of milliseconds >= 0');
 
 function namespace(value: string): string {
@@ -101,15 +102,15 @@ export function demoCommand(): Command {
     )
     .option('-u, --url <url>', 'database URL (default: $GEMSTONE_DB_URL, else sqlite:gemstone.sqlite)')
     .option('-w, --workers <n>', 'worker processes', positiveInt(16), DEFAULT_DEMO_WORKERS)
-    .option('-d, --duration <seconds>', 'stop after this long (or Ctrl-C)', positiveSeconds, DEFAULT_DEMO_DURATION_SECONDS)
-    .option('-l, --lease <seconds>', 'lease length (expireSeconds); electors tick every third of it', positiveSeconds, DEFAULT_DEMO_LEASE_SECONDS)
-    .option('-c, --chaos', 'kill (SIGKILL) or pause (SIGSTOP, longer than the lease) the leader, alternately', false)
-    .option('--chaos-every <seconds>', 'seconds between chaos actions', positiveSeconds, DEFAULT_CHAOS_EVERY_SECONDS)
+    .option('-d, --duration <seconds>', 'stop after this long (or Ctrl-C)', seconds(MAX_DEMO_DURATION_SECONDS), DEFAULT_DEMO_DURATION_SECONDS)
+    .option('-l, --lease <seconds>', 'lease length (expireSeconds); electors tick every third of it', seconds(3600), DEFAULT_DEMO_LEASE_SECONDS)
+    .option('-c, --chaos', 'kill (SIGKILL) or pause (SIGSTOP, longer than the lease) the leader, alternately')
+    .option('--chaos-every <seconds>', 'seconds between chaos actions', seconds(3600), DEFAULT_CHAOS_EVERY_SECONDS)
     .option('-n, --ns <namespace>', 'election namespace', namespace, DEFAULT_DEMO_NS)
     .option('--work-ms <ms>', 'duration of one leader-only job before it commits', millis, DEFAULT_DEMO_WORK_MS)
     .option('--gap-ms <ms>', 'pause between two jobs', millis, DEFAULT_DEMO_GAP_MS)
-    .option('--unfenced', 'commit ledger writes WITHOUT assertLeader, to see what fencing prevents (with --chaos)', false)
-    .option('--plain', 'plain log lines even on a terminal', false)
-    .option('--json', 'print only the summary, as JSON, on stdout (log lines go to stderr)', false)
+    .option('--unfenced', 'commit ledger writes WITHOUT assertLeader, to see what fencing prevents (with --chaos)')
+    .option('--plain', 'plain log lines even on a terminal')
+    .option('--json', 'print only the summary, as JSON, on stdout (log lines go to stderr)')
     .action((options: DemoOptions) => demo(options));
 }

@@ -1,6 +1,8 @@
 /** Defaults of `gemstone-election demo`, chosen so failovers happen within seconds. */
 export const DEFAULT_DEMO_WORKERS = 3;
 export const DEFAULT_DEMO_DURATION_SECONDS = 30;
+/** One day: also keeps the timer within setTimeout's range. */
+export const MAX_DEMO_DURATION_SECONDS = 86_400;
 /** Short lease so a dead leader is replaced quickly (production default is 60 s). */
 export const DEFAULT_DEMO_LEASE_SECONDS = 2;
 export const DEFAULT_CHAOS_EVERY_SECONDS = 4;
@@ -21,12 +23,12 @@ export interface DemoOptions {
   workers: number;
   duration: number;
   lease: number;
-  chaos: boolean;
+  chaos?: boolean;
   chaosEvery: number;
   ns: string;
   workMs: number;
   gapMs: number;
-  unfenced: boolean;
-  json: boolean;
-  plain: boolean;
+  unfenced?: boolean;
+  json?: boolean;
+  plain?: boolean;
 }

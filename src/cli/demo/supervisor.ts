@@ -140,7 +140,7 @@ export class Supervisor {
       expireSeconds: this.options.lease,
       workMs: this.options.workMs,
       gapMs: this.options.gapMs,
-      unfenced: this.options.unfenced,
+      unfenced: Boolean(this.options.unfenced),
     };
     // execArgv is inherited: a `-r` preload of the parent (e.g. the TypeORM line switch) applies too.
     const child = fork(WORKER_SCRIPT, [JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
