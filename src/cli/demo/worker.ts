@@ -36,7 +36,9 @@ function ensureTermRecorded(service: ElectionService, lease: Lease): Promise<boo
       await service.assertLeader(config.candidateId, { ns: config.ns, term: lease.term, session: m });
       return recordTerm(m, context, key);
     }).catch((error: unknown) => {
-      if (!(error instanceof NotLeaderError)) send({ kind: 'error', message: `recording term ${lease.term}: ${oneLine(error)}` });
+      if (error instanceof NotLeaderError) return false; // already superseded: no writes under this term
+      send({ kind: 'error', message: `recording term ${lease.term}: ${oneLine(error)}` });
+      recordedTerms.delete(lease.term); // a database hiccup: the next job tries again
       return false;
     });
     recordedTerms.set(lease.term, recorded);
