@@ -321,6 +321,19 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     if (!service) return;
     // Taken before the statement is sent: the database cannot grant the lease any earlier.
     const deadline = LocalDeadline.startingNow(this.#o.clock, this.#o.expireSeconds * 1000);
+    // A hung statement (network cut, lock held elsewhere) blocks the loop: say so once per lease.
+    const leaseMs = this.#o.expireSeconds * 1000;
+    const hung = setTimeout(() => {
+      this.#report(
+        new LeaderElectorError(
+          'tick',
+          this,
+          `elect has not answered within the lease (${leaseMs} ms); still waiting, no other tick runs meanwhile`,
+          new Error('set statement/connection timeouts on the DataSource so a hung call fails'),
+        ),
+      );
+    }, Math.min(leaseMs, MAX_TIMER_MS));
+    hung.unref();
     let outcome: ElectOutcome;
     try {
       outcome = await service.electOutcome(this.candidateId, { ns: this.ns });
@@ -328,6 +341,8 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
       this.#report(new LeaderElectorError('tick', this, `elect failed (retrying in about ${Math.round(this.#o.intervalMs)} ms)`, error));
       this.#currentLeadership(); // demotes if the deadline passed while the statement hung
       return;
+    } finally {
+      clearTimeout(hung);
     }
     // stop() was called meanwhile: it ends any leadership and vacates the lease itself.
     if (!this.#active) return;

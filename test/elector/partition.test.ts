@@ -38,8 +38,13 @@ describeEachDatabase(
         expect(made.log.filter((r) => r.kind === 'demoted')).toEqual([{ kind: 'demoted', term: lease.term, reason: 'lease-expired-locally' }]);
         expect(made.log.filter((r) => r.kind === 'stopped')).toHaveLength(1);
 
+        await waitFor('the hung elect to be reported', () => made.log.some((r) => r.kind === 'error' && /has not answered/.test(r.error.message)), 3_000);
         proxy.heal();
-        await waitFor('an error from the cut connection', () => made.log.some((r) => r.kind === 'error'), 5_000);
+        await waitFor(
+          'the cut connection to fail the hung elect',
+          () => made.log.some((r) => r.kind === 'error' && /elect failed/.test(r.error.message)),
+          5_000,
+        );
         await waitFor('leadership to come back', () => made.elector.isLeader, EXPIRE * 1000 + INTERVAL * 3 + 3_000);
         expect(made.elector.term).toBeGreaterThanOrEqual(lease.term);
       } finally {
