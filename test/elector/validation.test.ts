@@ -61,6 +61,13 @@ describe('LeaderElector construction', () => {
     expect(rejection('options').parameter).toBe('options');
   });
 
+  test('start() without a DataSource and before initDb rejects with NotInitializedError and leaves nothing running', async () => {
+    const elector = new LeaderElector();
+    await expect(elector.start()).rejects.toMatchObject({ name: 'NotInitializedError' });
+    expect(elector.running).toBe(false);
+    await expect(elector.stop()).resolves.toBeUndefined();
+  });
+
   test('runIfLeader checks its argument and does not run fn on a non-leader', async () => {
     const elector = new LeaderElector();
     let ran = false;
