@@ -182,6 +182,7 @@ function check(input) {
   }
   if (leaderships.length === 0) longGaps.push('no leader was ever elected');
   const maxGap = gaps.reduce((m, g) => Math.max(m, g.end - g.start), 0);
+  const maxQuietGap = gaps.filter((g) => g.explainedBy.length === 0).reduce((m, g) => Math.max(m, g.end - g.start), 0);
   add('d', 'time without a leader within the faults\' bound', longGaps, `${gaps.length} gaps, longest ${Math.round(maxGap)} ms; bound tick ${tickMaxMs} + slack ${slackMs} ms + (duration + lease + tick) per nearby fault`);
 
   // (f) fencing, shown at work: a leader stalled before assertLeader for longer than its lease
@@ -214,6 +215,7 @@ function check(input) {
   /** @type {Record<string, number>} */
   const faultCounts = {};
   for (const f of faults) faultCounts[f.type] = (faultCounts[f.type] ?? 0) + 1;
+  checks.sort((x, y) => x.id.localeCompare(y.id));
   return {
     ok: checks.every((c) => c.ok),
     checks,
@@ -235,6 +237,8 @@ function check(input) {
       faults: faults.length,
       faultCounts,
       maxGapMs: Math.round(maxGap),
+      /** Longest leaderless time with no fault nearby: how fast a follower notices an expired lease. */
+      maxQuietGapMs: Math.round(maxQuietGap),
     },
   };
 }

@@ -6,13 +6,13 @@ const pc = require('picocolors');
 
 /** @param {any} summary the object runChaos resolves to */
 function printSummary(summary) {
-  const checks = new Table({ head: ['check', 'result', 'detail'], colWidths: [48, 8, 90], wordWrap: true, style: { head: [] } });
+  const checks = new Table({ head: ['check', 'result', 'detail'], colWidths: [48, 8, 90], wordWrap: true, style: { head: [], border: [] } });
   for (const c of summary.checks) {
     const detail = c.ok ? c.detail : `${c.detail}\n${c.violations.slice(0, 5).join('\n')}`;
     checks.push([`(${c.id}) ${c.name}`, c.ok ? pc.green('PASS') : pc.red('FAIL'), detail]);
   }
   const s = summary.stats;
-  const stats = new Table({ head: ['run', 'value'], style: { head: [] } });
+  const stats = new Table({ head: ['run', 'value'], style: { head: [], border: [] } });
   stats.push(
     ['database / workers / lease', `${summary.kind} / ${summary.workers} / ${summary.leaseS} s (tick ≤ ${summary.tickMaxMs} ms)`],
     ['duration / seed', `${summary.durationS} s / ${summary.seed}`],
@@ -22,7 +22,7 @@ function printSummary(summary) {
     ['actions started / fenced off / failed', `${s.actions} / ${s.fenced} / ${s.actionErrors}`],
     ['elector tick errors / demotions / same-term re-elections', `${s.tickErrors} / ${s.demotions} / ${s.sameTermReelections}`],
     ['stalls injected into fenced actions', String(s.stalls)],
-    ['longest time without a leader', `${s.maxGapMs} ms`],
+    ['longest time without a leader (with no fault nearby)', `${s.maxGapMs} ms (${s.maxQuietGapMs} ms)`],
     ['output', `${summary.outDir} (timeline.svg, summary.json, workers/*.jsonl)`],
   );
   process.stdout.write(`${stats.toString()}\n${checks.toString()}\n${summary.ok ? pc.green('chaos: PASS') : pc.red('chaos: FAIL')}\n`);
