@@ -9,6 +9,9 @@ export type { InitDbOptions, InitDbTarget } from './init-db';
 export { getDataSource } from './default-data-source';
 export { DEFAULT_DB_URL, DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from './url';
 export type { Session } from './session';
+export { DEFAULT_CONFLICT_RETRIES } from './session';
+export { withTransaction } from './transaction';
+export type { WithTransactionOptions } from './transaction';
 export {
   GemstoneError,
   ValidationError,

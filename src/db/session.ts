@@ -63,6 +63,8 @@ function backoff(attempt: number): number {
 export interface TransactionOptions {
   /** Retries for deadlocks, lock timeouts and SQLITE_BUSY (only when the library owns the transaction). */
   conflictRetries?: number;
+  /** Rerun once after a unique violation (a racing first insert). Default true. */
+  retryUniqueViolation?: boolean;
 }
 
 /**
@@ -85,7 +87,7 @@ export async function inTransaction<T>(
   if (runner?.isTransactionActive) return work(runner.manager, context);
 
   const retries = options.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
-  let uniqueRetried = false;
+  let uniqueRetried = options.retryUniqueViolation === false;
   for (let attempt = 0; ; attempt++) {
     try {
       return await exclusive(context, () => ownTransaction(dataSource, runner, (m) => work(m, context)));

@@ -1,0 +1,112 @@
+/**
+ * `withTransaction`: the application's transaction helper for fenced leader-only writes — safe
+ * beside the library's own work on SQLite's single shared connection, retried on conflicts.
+ */
+import type { DataSource } from 'typeorm';
+import { ElectionService, ValidationError, withTransaction } from 'gemstone-utils';
+import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
+import { ns as freshNs } from '../support/rows';
+
+describeEachDatabase('withTransaction', (db) => {
+  let ds: DataSource;
+  const p = (i: number) => (db.kind === 'postgres' ? `$${i}` : '?');
+
+  beforeAll(async () => {
+    ds = await db.connect();
+    await query(ds, 'CREATE TABLE wt_ledger (id varchar(64) NOT NULL PRIMARY KEY, n integer NOT NULL)');
+  });
+
+  test('commits the work, and rolls it back when it throws', async () => {
+    const [a, b] = [uuid(), uuid()];
+    expect(await withTransaction(ds, async (m) => {
+      await m.query(`INSERT INTO wt_ledger (id, n) VALUES (${p(1)}, 1)`, [a]);
+      return 'done';
+    })).toBe('done');
+    await expect(
+      withTransaction(ds, async (m) => {
+        await m.query(`INSERT INTO wt_ledger (id, n) VALUES (${p(1)}, 1)`, [b]);
+        throw new Error('application failure');
+      }),
+    ).rejects.toThrow('application failure');
+    const rows = await query(ds, 'SELECT id FROM wt_ledger WHERE id IN (?, ?)', [a, b]);
+    expect(rows.map((r) => r.id)).toEqual([a]);
+  });
+
+  test('a unique violation in the work is surfaced, not rerun', async () => {
+    const id = uuid();
+    let runs = 0;
+    await expect(
+      withTransaction(ds, async (m) => {
+        runs++;
+        await m.query(`INSERT INTO wt_ledger (id, n) VALUES (${p(1)}, 1)`, [id]);
+        await m.query(`INSERT INTO wt_ledger (id, n) VALUES (${p(1)}, 2)`, [id]);
+      }),
+    ).rejects.toThrow();
+    expect(runs).toBe(1);
+  });
+
+  test('bad arguments are ValidationErrors naming them', async () => {
+    await expect(withTransaction({} as never, async () => 1)).rejects.toMatchObject({ name: 'ValidationError', parameter: 'dataSource' });
+    await expect(withTransaction(ds, 'work' as never)).rejects.toBeInstanceOf(ValidationError);
+    await expect(withTransaction(ds, async () => 1, { conflictRetries: -1 })).rejects.toMatchObject({ parameter: 'options.conflictRetries' });
+  });
+
+  test('fenced writes beside a busy elector on the same DataSource: no transaction ever collides', async () => {
+    const ns = freshNs();
+    const leader = uuid();
+    const svc = new ElectionService(ds);
+    await svc.elect(leader, { ns });
+    let electing = true;
+    const errors: unknown[] = [];
+    const ticks = (async () => {
+      while (electing) {
+        await svc.elect(leader, { ns }).catch((e: unknown) => errors.push(e));
+        await svc.elect(uuid(), { ns }).catch((e: unknown) => errors.push(e));
+      }
+    })();
+    const writes = Array.from({ length: 30 }, (_, i) =>
+      withTransaction(ds, async (session) => {
+        const lease = await svc.assertLeader(leader, { ns, session });
+        await session.query(`INSERT INTO wt_ledger (id, n) VALUES (${p(1)}, ${p(2)})`, [`${ns}-${i}`, lease.term]);
+      }).catch((e: unknown) => errors.push(e)),
+    );
+    await Promise.all(writes);
+    electing = false;
+    await ticks;
+    expect(errors).toEqual([]);
+    const rows = await query(ds, `SELECT COUNT(*) AS n FROM wt_ledger WHERE id LIKE ?`, [`${ns}-%`]);
+    expect(Number(rows[0]!.n)).toBe(30);
+  });
+
+  if (db.kind !== 'sqlite') {
+    test('a deadlock victim is rerun and both transactions commit; with conflictRetries 0 it is surfaced', async () => {
+      const [x, y] = [uuid(), uuid()];
+      await query(ds, 'INSERT INTO wt_ledger (id, n) VALUES (?, 0), (?, 0)', [x, y]);
+      const crossed = (first: string, second: string, retries?: number) => {
+        let runs = 0;
+        const done = withTransaction(
+          ds,
+          async (m) => {
+            runs++;
+            await m.query(`UPDATE wt_ledger SET n = n + 1 WHERE id = ${p(1)}`, [first]);
+            await sleep(300);
+            await m.query(`UPDATE wt_ledger SET n = n + 1 WHERE id = ${p(1)}`, [second]);
+          },
+          retries === undefined ? {} : { conflictRetries: retries },
+        );
+        return { done, runs: () => runs };
+      };
+      const one = crossed(x, y);
+      const two = crossed(y, x);
+      await Promise.all([one.done, two.done]);
+      expect(one.runs() + two.runs()).toBeGreaterThanOrEqual(3); // someone was the victim and ran again
+      const rows = await query(ds, 'SELECT n FROM wt_ledger WHERE id IN (?, ?)', [x, y]);
+      expect(rows.map((r) => Number(r.n))).toEqual([2, 2]);
+
+      const three = crossed(x, y, 0);
+      const four = crossed(y, x, 0);
+      const results = await Promise.allSettled([three.done, four.done]);
+      expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1);
+    });
+  }
+});
