@@ -5,7 +5,8 @@
 import 'reflect-metadata';
 import type { DataSource } from 'typeorm';
 import { initDb } from '../../db/init-db';
-import { inTransaction } from '../../db/session';
+import { contextOf } from '../../db/context';
+import { withTransaction } from '../../db/transaction';
 import { NotLeaderError } from '../../errors';
 import { ElectionService, LeaderElector } from '../../election';
 import type { Lease } from '../../election';
@@ -32,9 +33,9 @@ function ensureTermRecorded(service: ElectionService, lease: Lease): Promise<boo
   let recorded = recordedTerms.get(lease.term);
   if (!recorded) {
     const key = { runId: config.runId, ns: config.ns, term: lease.term, leaderId: config.candidateId };
-    recorded = inTransaction(dataSource!, undefined, async (m, context) => {
+    recorded = withTransaction(dataSource!, async (m) => {
       await service.assertLeader(config.candidateId, { ns: config.ns, term: lease.term, session: m });
-      return recordTerm(m, context, key);
+      return recordTerm(m, contextOf(dataSource!), key);
     }).catch((error: unknown) => {
       if (error instanceof NotLeaderError) return false; // already superseded: no writes under this term
       send({ kind: 'error', message: `recording term ${lease.term}: ${oneLine(error)}` });
@@ -57,11 +58,11 @@ async function job(service: ElectionService, lease: Lease): Promise<void> {
   await sleep(config.workMs);
   const key = { runId: config.runId, ns: config.ns, term: lease.term, leaderId: config.candidateId };
   try {
-    // inTransaction (not dataSource.transaction): on SQLite it shares the connection with the
+    // withTransaction (not dataSource.transaction): on SQLite it shares the connection with the
     // elector's ticks, so it takes the library's in-process lock and retries a busy database.
-    const entryId = await inTransaction(dataSource!, undefined, async (m, context) => {
+    const entryId = await withTransaction(dataSource!, async (m) => {
       if (!config.unfenced) await service.assertLeader(config.candidateId, { ns: config.ns, term: lease.term, session: m });
-      return appendEntry(m, context, key);
+      return appendEntry(m, contextOf(dataSource!), key);
     });
     send({ kind: 'wrote', term: lease.term, entryId });
   } catch (error) {
