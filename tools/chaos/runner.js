@@ -107,6 +107,8 @@ async function runChaos(options) {
         CHAOS_UNFENCED: o.unfenced ? '1' : '0',
       },
       stdio: ['ignore', output, output],
+      // Its own process group: Ctrl-C stops the run (see below), not the workers behind its back.
+      detached: true,
     });
     fs.closeSync(output);
     const entry = { child, candidateId, incarnation, control: `${base}.control.json`, expectedExit: false, exited: /** @type {Promise<number | null>} */ (Promise.resolve(null)) };
@@ -176,15 +178,28 @@ async function runChaos(options) {
     const faultEnd = runStart + o.durationS * 1000 - (leaseMs + tickMaxMs + 500); // leave time to recover
     // Faults start once a first leader holds the lease (workers take a second or two to load).
     for (const settle = Date.now() + 15_000; Date.now() < settle && (await ctx.leaderSlot().catch(() => undefined)) === undefined; ) await sleep(200);
-    while (types.length && Date.now() < faultEnd) {
+    // Ctrl-C (or SIGTERM): stop injecting, then shut down, check and report what ran so far.
+    let interrupted = false;
+    const interrupt = () => {
+      interrupted = true;
+      say('chaos: interrupted — stopping the workers and checking what ran so far');
+    };
+    process.once('SIGINT', interrupt);
+    process.once('SIGTERM', interrupt);
+    const pause = async (/** @type {number} */ ms) => {
+      for (const until = Date.now() + ms; !interrupted && Date.now() < until; ) await sleep(Math.min(200, until - Date.now()));
+    };
+    while (types.length && Date.now() < faultEnd && !interrupted) {
       const type = types[Math.floor(random() * types.length)];
       const fault = await inject(type, ctx);
       faults.push(fault);
       fs.appendFileSync(faultLog, `${JSON.stringify(fault)}\n`);
       say(`chaos: +${((fault.start - runStart) / 1000).toFixed(1)} s ${fault.type}: ${fault.detail ?? ''}`);
-      await sleep(Math.max(0, Math.min(faultEnd - Date.now(), 300 + random() * 1500)));
+      await pause(Math.max(0, Math.min(faultEnd - Date.now(), 300 + random() * 1500)));
     }
-    await sleep(Math.max(0, runStart + o.durationS * 1000 - Date.now()));
+    await pause(Math.max(0, runStart + o.durationS * 1000 - Date.now()));
+    process.removeListener('SIGINT', interrupt);
+    process.removeListener('SIGTERM', interrupt);
   } finally {
     stopAt = Date.now();
     for (const proxy of proxies) proxy?.heal();

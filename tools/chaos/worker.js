@@ -142,6 +142,13 @@ async function main() {
   }
 }
 
+// Workers run in their own process group; if the runner dies without stopping them (SIGKILL),
+// they must not run on forever.
+const runner = process.ppid;
+setInterval(() => {
+  if (process.ppid !== runner) process.exit(3);
+}, 1000).unref();
+
 process.on('unhandledRejection', (error) => {
   log('unhandled-rejection', { message: describe(error) });
 });
