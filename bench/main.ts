@@ -43,7 +43,7 @@ const FULL: Sizes = {
   hotPath: { warmup: 200, calls: 1000, reps: 5 },
   load: { elects: 100, electors: 3, intervalMs: 100, expireSeconds: 1, windowMs: 3000 },
   scale: { namespaces: [10, 1000, 10000], candidatesPerNamespace: 3, warmup: 100, calls: 500, reps: 5, listCandidates: 10000, listCalls: 10 },
-  contention: { concurrency: [1, 8, 64], warmupMs: 500, durationMs: 2000, reps: 3 },
+  contention: { concurrency: [1, 8, 64], warmupMs: 500, durationMs: 2000, reps: 5 },
   failover: { trials: 20, candidates: 3, expireSeconds: 2, intervalMs: 500 },
 };
 

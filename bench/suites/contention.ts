@@ -105,10 +105,18 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
             const reports = await Promise.all(candidates.map((c) => c.send<ContentionRunReport>({ type: 'run', ns: namespaces[mode], measureFrom, until })));
             await Promise.all(candidates.map((c) => c.send({ type: 'close' })));
             const row = await raw.leader(namespaces[mode]);
-            let exactlyOneLeader = row?.live === true && row.leaderId === leader;
+            const problems: string[] = [];
+            if (!(row?.live === true && row.leaderId === leader)) problems.push(`database: ${JSON.stringify(row)}, expected ${leader}`);
             if (mode === 'library') {
-              exactlyOneLeader &&= reports.filter((r) => r.lastIsLeader).length === 1 && reports.every((r) => r.lastLeader === leader);
+              const claiming = reports.filter((r) => r.lastIsLeader).length;
+              const seen = new Set(reports.map((r) => r.lastLeader));
+              if (claiming !== 1) problems.push(`${claiming} candidates say they lead`);
+              if (seen.size !== 1 || !seen.has(leader)) problems.push(`candidates see leaders ${JSON.stringify([...seen])}`);
             }
+            const idle = reports.filter((r) => r.samples.length === 0).length;
+            if (idle) log(`  contention ${target.kind} x${concurrency} ${mode}: ${idle} candidates completed no call inside the window`);
+            const exactlyOneLeader = problems.length === 0;
+            if (!exactlyOneLeader) log(`  contention ${target.kind} x${concurrency} ${mode}: NOT exactly one leader: ${problems.join('; ')}`);
             const all = reports.flatMap((r) => r.samples);
             const followers = reports.slice(1).flatMap((r) => r.samples);
             const s = summarize(all);

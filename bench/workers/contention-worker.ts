@@ -73,6 +73,17 @@ async function run(ns: string, measureFrom: number, until: number): Promise<Cont
       else report.errors.push('…');
     }
   }
+  // One more call after the deadline, untimed: what this candidate sees at the end (a starved
+  // thread may not have completed a call inside the window).
+  if (election) {
+    try {
+      const outcome = await election.electOutcome(candidateId, { ns });
+      report.lastLeader = outcome.leaderId;
+      report.lastIsLeader = outcome.isLeader;
+    } catch (error) {
+      report.errors.push(`final elect: ${String((error as Error)?.message ?? error)}`);
+    }
+  }
   return report;
 }
 
