@@ -44,11 +44,13 @@ function describe(error) {
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** @type {{ where: 'before-fence' | 'in-fence', ms: number } | null} */
+/** @type {{ where: 'before-fence' | 'in-fence', ms: number, until: number } | null} */
 let armedStall = null;
+/** An armed stall is dropped if no action comes soon (this worker lost leadership meanwhile): the injector's fault window is over by then. */
+const STALL_ARM_MS = 500;
 process.on('SIGUSR2', () => {
   try {
-    armedStall = JSON.parse(fs.readFileSync(/** @type {string} */ (controlFile), 'utf8'));
+    armedStall = { ...JSON.parse(fs.readFileSync(/** @type {string} */ (controlFile), 'utf8')), until: Date.now() + STALL_ARM_MS };
   } catch (error) {
     log('control-error', { message: describe(error) });
   }
@@ -56,6 +58,10 @@ process.on('SIGUSR2', () => {
 
 /** Blocks the event loop (timers, the elector, everything) if a stall is armed for `where`. */
 function maybeStall(/** @type {'before-fence' | 'in-fence'} */ where, /** @type {number} */ seq) {
+  if (armedStall && Date.now() > armedStall.until) {
+    log('stall-dropped', { where: armedStall.where });
+    armedStall = null;
+  }
   if (armedStall?.where !== where) return;
   const { ms } = armedStall;
   armedStall = null;
