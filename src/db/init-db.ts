@@ -144,7 +144,11 @@ async function ensureSqliteBusyTimeout(dataSource: DataSource): Promise<void> {
  * - Several processes may call it on the same fresh database at once.
  */
 export async function initDb(target?: InitDbTarget, options: InitDbOptions = {}): Promise<DataSource> {
-  if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'must be an object');
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new ValidationError('options', 'must be an object');
+  for (const key of Object.keys(options)) {
+    // A typo such as `createTable: false` must not silently run DDL.
+    if (key !== 'createTables') throw new ValidationError(`options.${key}`, 'is not a known option (known: createTables)');
+  }
   const { createTables = DEFAULT_CREATE_TABLES } = options;
   if (typeof createTables !== 'boolean') throw new ValidationError('options.createTables', 'must be a boolean');
   if (target !== undefined && typeof target !== 'string' && (typeof target !== 'object' || target === null)) {

@@ -1,7 +1,7 @@
 /**
  * SQL text is built only with the {@link sql} tagged template: every interpolated value becomes a
  * bound parameter; SQL text can only be spliced in through {@link raw} (identifiers and dialect
- * expressions the library owns, never input). `test/security.test.ts` checks that every query
+ * expressions the library owns, never input). `test/security/` checks that every query
  * this package sends is built here.
  */
 

@@ -108,9 +108,11 @@ describeEachDatabase('initDb createTables', (db) => {
       expect({ createTables, error }).toEqual({ createTables, error: expect.any(ValidationError) });
       expect((error as ValidationError).parameter).toBe('options.createTables');
     }
-    for (const options of [null, 5, 'createTables']) {
+    for (const options of [null, 5, 'createTables', ['createTables']]) {
       await expect(initDb(ds, options as never)).rejects.toMatchObject({ name: 'ValidationError', parameter: 'options' });
     }
+    // a typo must not silently fall back to the default (and run DDL)
+    await expect(initDb(ds, { createTable: false } as never)).rejects.toMatchObject({ name: 'ValidationError', parameter: 'options.createTable' });
     expect(ds.isInitialized).toBe(false);
     expect(log.statements).toEqual([]);
   });
