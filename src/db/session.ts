@@ -106,6 +106,28 @@ export async function inTransaction<T>(
   }
 }
 
+/**
+ * Runs `work` — ONE statement — without an explicit transaction (the statement is its own), on
+ * the session's connection or a pooled one; inside the caller's transaction when it has one.
+ * Retries conflicts like {@link inTransaction}, except inside the caller's transaction.
+ */
+export async function inOneStatement<T>(
+  dataSource: DataSource,
+  session: Session | undefined,
+  work: (manager: EntityManager, context: DbContext) => Promise<T>,
+): Promise<T> {
+  const joined = runnerOf(session)?.isTransactionActive === true;
+  const { dialect } = contextOf(dataSource);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await withManager(dataSource, session, work);
+    } catch (error) {
+      if (joined || attempt >= DEFAULT_CONFLICT_RETRIES || !dialect.isRetryableConflict(error)) throw error;
+      await sleep(backoff(attempt));
+    }
+  }
+}
+
 /** Runs read-only `work` on the session (joining its transaction if any) or a pooled connection. */
 export async function withManager<T>(
   dataSource: DataSource,

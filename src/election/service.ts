@@ -1,7 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
 import { getDataSource } from '../db/default-data-source';
-import { dataSourceOfSession, DEFAULT_CONFLICT_RETRIES, inTransaction, runnerOf, Session, withManager } from '../db/session';
+import { dataSourceOfSession, inOneStatement, inTransaction, runnerOf, Session, withManager } from '../db/session';
 import { NotLeaderError, ValidationError } from '../errors';
 import { createStore, ElectionStore, LeaderRow } from './store';
 import {
@@ -145,10 +145,17 @@ export class ElectionService {
     const id = checkCandidateId(candidateId);
     const { ns, session } = checkCallOptions(options);
     const expire = this.#expireSeconds;
-    const oneStatement = await this.#electInOneStatement(session, ns, id, expire);
-    if (oneStatement) return oneStatement;
+    const dataSource = this.#resolve(session);
+    const store = storeOf(contextOf(dataSource));
+    const { electInOneStatement } = store;
+    if (electInOneStatement) {
+      // PostgreSQL, existing namespace: one round trip, and the leader row is locked for one
+      // statement's execution instead of four round trips (what queues concurrent candidates).
+      const decision = await inOneStatement(dataSource, session, (m) => electInOneStatement(m, ns, id, expire));
+      if (decision) return { ns, ...decision };
+    }
     const joined = runnerOf(session)?.isTransactionActive === true;
-    return this.#write(session, async (m, store) => {
+    return inTransaction(dataSource, session, async (m) => {
       let rowExists = false;
       // MySQL follower fast path (see `store.followerReadsFirst`): only in a transaction of our
       // own, whose first consistent read is current; a caller's may hold an older snapshot.
@@ -186,31 +193,6 @@ export class ElectionService {
       await store.touchCandidate(m, ns, id, expire);
       return outcome;
     });
-  }
-
-  /**
-   * PostgreSQL's `elect` of an existing namespace as one statement (see
-   * `store.electInOneStatement`): one round trip instead of five, and the leader row stays
-   * locked for one statement's execution instead of four round trips, which is what queues
-   * concurrent candidates. Outside the caller's transaction the statement is its own transaction
-   * (autocommit), retried on a deadlock like {@link ElectionService.#write}. Undefined where the
-   * database has no such statement, or when the namespace has no leader row yet.
-   */
-  async #electInOneStatement(session: Session | undefined, ns: string, id: string, expire: number): Promise<ElectOutcome | undefined> {
-    const dataSource = this.#resolve(session);
-    const context = contextOf(dataSource);
-    const elect = storeOf(context).electInOneStatement;
-    if (!elect) return undefined;
-    const joined = runnerOf(session)?.isTransactionActive === true;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const decision = await withManager(dataSource, session, (m) => elect(m, ns, id, expire));
-        return decision && { ns, ...decision };
-      } catch (error) {
-        if (joined || attempt >= DEFAULT_CONFLICT_RETRIES || !context.dialect.isRetryableConflict(error)) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(250, 5 * 2 ** attempt) * (0.5 + Math.random())));
-      }
-    }
   }
 
   /** True only when the caller is `leader_id` and the lease is unexpired (database clock). */
