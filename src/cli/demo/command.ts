@@ -80,10 +80,13 @@ async function demo(options: DemoOptions): Promise<void> {
       output.close();
     }
     const verdict = await verifyLedger(dataSource, runId, options.ns);
+    // Every worker has stopped: the leader row has the last term. The supervisor's last poll may
+    // predate the last election, and elections must cover every failover the ledger shows.
+    const finalTerm = (await readStatus(dataSource, options.ns))[0]?.term ?? observed.finalTerm;
     const summary = buildSummary(
       { runId, url: redact(url), ns: options.ns, workers: options.workers, durationMs: Date.now() - startedAt, fencing: !options.unfenced },
       initialTerm,
-      observed,
+      { ...observed, finalTerm },
       verdict,
     );
     process.stdout.write(options.json ? `${JSON.stringify(summary)}\n` : `\n${summaryText(summary)}\n`);
