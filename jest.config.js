@@ -7,7 +7,7 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: 'tsconfig.json' }] },
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.jest.json' }] },
   moduleNameMapper: {
     '^gemstone-utils$': '<rootDir>/dist/src/index.js',
     '^gemstone-utils/(db|election)$': '<rootDir>/dist/src/$1/index.js',
