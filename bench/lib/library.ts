@@ -27,12 +27,29 @@ export class CountingLogger implements Logger {
   transactions = 0;
   /** Statements that touched a candidate row: exactly one per `elect` (and per register). */
   candidateTouches = 0;
+  /**
+   * The most transactions started within one tick — between one candidate touch and the next,
+   * so only whole ticks count (a tick cut by the start or end of the window is left out; totals
+   * divided by touches would be off by one there).
+   */
+  maxTransactionsPerTick = 0;
+  #sinceTouch = 0;
+  #sawTouch = false;
 
   logQuery(query: string, _parameters?: unknown[], queryRunner?: QueryRunner): void {
     this.statements++;
-    if (/^\s*(START TRANSACTION|BEGIN)/i.test(query)) this.transactions++;
-    else if (!queryRunner?.isTransactionActive && !/^\s*(COMMIT|ROLLBACK)/i.test(query)) this.transactions++;
-    if (/INSERT INTO [`"]?gemstone_election_candidate/i.test(query)) this.candidateTouches++;
+    const startsTransaction =
+      /^\s*(START TRANSACTION|BEGIN)/i.test(query) || (!queryRunner?.isTransactionActive && !/^\s*(COMMIT|ROLLBACK)/i.test(query));
+    if (startsTransaction) {
+      this.transactions++;
+      this.#sinceTouch++;
+    }
+    if (/INSERT INTO [`"]?gemstone_election_candidate/i.test(query)) {
+      this.candidateTouches++;
+      if (this.#sawTouch) this.maxTransactionsPerTick = Math.max(this.maxTransactionsPerTick, this.#sinceTouch);
+      this.#sawTouch = true;
+      this.#sinceTouch = 0;
+    }
   }
   logQueryError(): void {}
   logQuerySlow(): void {}
@@ -44,5 +61,8 @@ export class CountingLogger implements Logger {
     this.statements = 0;
     this.transactions = 0;
     this.candidateTouches = 0;
+    this.maxTransactionsPerTick = 0;
+    this.#sinceTouch = 0;
+    this.#sawTouch = false;
   }
 }

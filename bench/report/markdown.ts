@@ -120,7 +120,7 @@ export function renderMarkdown(report: BenchReport): string {
     const sizes = load[0]?.[1].load?.sizes;
     out.push(
       `### Load: counted, per call\n\nStatements and transactions counted by a TypeORM logger that sees every statement (autocommit statements count as transactions). ` +
-        `Elector ticks: ${sizes?.electors} LeaderElectors, intervalMs ${sizes?.intervalMs}, over ${sizes?.windowMs} ms; a tick is counted by its candidate-row touch. ` +
+        `Elector ticks: ${sizes?.electors} LeaderElectors, intervalMs ${sizes?.intervalMs}, over ${sizes?.windowMs} ms; a tick runs from one candidate-row touch to the next, and txns per tick is the most transactions started within any whole tick. ` +
         'PostgreSQL cross-check: `pg_stat_database.xact_commit` over renewals.',
     );
     out.push(

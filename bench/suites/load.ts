@@ -30,7 +30,10 @@ export interface LoadResult {
   elect: Record<'renew' | 'follower' | 'takeover', PerCall>;
   /** PostgreSQL: server-side commits over `elects` renewals (the reader's own 1 commit subtracted). */
   xactCommit?: { elects: number; commits: number; perElect: number };
-  /** Per LeaderElector tick, each elector: ticks counted as candidate-row touches. */
+  /**
+   * Per LeaderElector, over the window: ticks (candidate-row touches), statements, transactions,
+   * and the most transactions started within one whole tick.
+   */
   electors: Array<{ leader: boolean; ticks: number; statements: number; transactions: number; transactionsPerTick: number }>;
   /** The largest transactions-per-tick of any elector. */
   maxTransactionsPerTick: number;
@@ -119,7 +122,7 @@ async function perTick(target: BenchTarget, sizes: LoadSizes): Promise<LoadResul
       ticks: logger.candidateTouches,
       statements: logger.statements,
       transactions: logger.transactions,
-      transactionsPerTick: logger.transactions / logger.candidateTouches,
+      transactionsPerTick: logger.maxTransactionsPerTick,
     }));
     if (errors.length) throw new Error(`load: elector errors: ${errors.slice(0, 3).join('; ')}`);
     if (counts.filter((c) => c.leader).length !== 1) throw new Error(`load: ${counts.filter((c) => c.leader).length} electors lead at once`);
