@@ -3,7 +3,7 @@ import { EntitiesNotRegisteredError, UnsupportedDatabaseError, ValidationError }
 import { contextOf } from './context';
 import { setDataSource } from './default-data-source';
 import { EntityClass, GemstoneDB } from './registry';
-import { execute } from './session';
+import { backoff, execute, sleep } from './session';
 import { sql } from './sql';
 import { DEFAULT_DB_URL, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, optionsFromUrl } from './url';
 
@@ -76,26 +76,22 @@ function toDataSource(target: InitDbTarget | undefined): DataSource {
 /** How long initDb retries a SQLite DataSource's `initialize()` that found the file locked. */
 const SQLITE_BUSY_INITIALIZE_RETRY_MS = 15_000;
 
-function isSqliteBusy(error: unknown): boolean {
-  const { code, message } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown; message?: unknown };
-  return /^SQLITE_BUSY/.test(String(code)) || /SQLITE_BUSY|database is locked/i.test(String(message));
-}
-
 /**
  * TypeORM 0.3's sqlite3 driver switches the file to WAL before it sets the busy timeout, so
  * processes opening one fresh file together can get SQLITE_BUSY from `initialize()` (which then
  * closes the connection again): retry it for a while.
  */
 async function initializeRetryingBusy(dataSource: DataSource): Promise<void> {
-  const sqlite = contextOf(dataSource).sqliteLock !== undefined;
+  const { dialect } = contextOf(dataSource);
   const deadline = Date.now() + SQLITE_BUSY_INITIALIZE_RETRY_MS;
   for (let attempt = 0; ; attempt++) {
     try {
       await dataSource.initialize();
       return;
     } catch (error) {
-      if (!sqlite || dataSource.isInitialized || !isSqliteBusy(error) || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(250, 5 * 2 ** attempt) * (0.5 + Math.random())));
+      const busy = dialect.name === 'sqlite' && dialect.isRetryableConflict(error);
+      if (!busy || dataSource.isInitialized || Date.now() > deadline) throw error;
+      await sleep(backoff(attempt));
     }
   }
 }

@@ -1,4 +1,4 @@
-import type { MixedList, MigrationInterface } from 'typeorm';
+import type { MigrationInterface } from 'typeorm';
 import { ValidationError } from '../errors';
 
 /** An entity class (TypeORM `@Entity`). */
@@ -82,6 +82,3 @@ export const GemstoneDB = Object.freeze({
     return Object.freeze([...installers]);
   },
 });
-
-/** `entities` of DataSourceOptions accepts classes, schemas and glob strings. */
-export type EntitiesOption = MixedList<string | EntityClass | object> | undefined;

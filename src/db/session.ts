@@ -54,9 +54,11 @@ export async function execute<T = Record<string, unknown>>(
   return (Array.isArray(result) ? result : []) as T[];
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** @internal */
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function backoff(attempt: number): number {
+/** @internal Jittered exponential wait before retry `attempt` (0-based) of a conflict: 5 ms doubling to 250 ms. */
+export function backoff(attempt: number): number {
   return Math.min(250, 5 * 2 ** attempt) * (0.5 + Math.random());
 }
 
