@@ -6,7 +6,7 @@ import { spawn } from 'child_process';
 import * as path from 'path';
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import { ElectionService } from 'gemstone-utils';
-import { describeEachDatabase, query, uuid } from '../support/databases';
+import { describeEachDatabase, inCallerTransaction, query, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 
 const RACERS = 48;
@@ -51,22 +51,14 @@ describeEachDatabase('concurrent elect', (db) => {
     const ns = freshNs();
     const ids = Array.from({ length: RACERS }, uuid);
     const results = await Promise.allSettled(
-      ids.map(async (id) => {
-        const runner = ds.createQueryRunner();
-        try {
-          await runner.startTransaction();
+      ids.map((id) =>
+        inCallerTransaction(ds, async (runner) => {
           const leader = await svc.elect(id, { ns, session: runner });
           // The caller's transaction is intact: it can still run statements and commit.
           await runner.query('SELECT 1');
-          await runner.commitTransaction();
           return leader;
-        } catch (error) {
-          if (runner.isTransactionActive) await runner.rollbackTransaction();
-          throw error;
-        } finally {
-          await runner.release();
-        }
-      }),
+        }),
+      ),
     );
     const errors = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
     expect(errors).toEqual([]);

@@ -3,9 +3,9 @@
  * transaction, holds off a change of leadership until that transaction ends, and throws
  * NotLeaderError (with ns, candidateId, leaderId, term) unless the caller holds the lease.
  */
-import type { DataSource } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import { ElectionService, NotLeaderError, ValidationError, GemstoneError } from 'gemstone-utils';
-import { describeEachDatabase, query, sleep, snapshot, uuid } from '../support/databases';
+import { describeEachDatabase, inCallerTransaction, query, sleep, snapshot, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 
 const SHORT = 1.5;
@@ -20,20 +20,7 @@ describeEachDatabase('fencing with assertLeader', (db) => {
     await query(ds, 'CREATE TABLE fenced_ledger (ns varchar(255) NOT NULL, term bigint NOT NULL, note varchar(64) NOT NULL)');
   });
 
-  async function inTransaction<T>(work: (runner: import('typeorm').QueryRunner) => Promise<T>): Promise<T> {
-    const runner = ds.createQueryRunner();
-    try {
-      await runner.startTransaction();
-      const result = await work(runner);
-      await runner.commitTransaction();
-      return result;
-    } catch (error) {
-      if (runner.isTransactionActive) await runner.rollbackTransaction();
-      throw error;
-    } finally {
-      await runner.release();
-    }
-  }
+  const inTransaction = <T>(work: (runner: QueryRunner) => Promise<T>) => inCallerTransaction(ds, work);
 
   test('the leader passes and gets its lease; with the right term too', async () => {
     const ns = freshNs();

@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { Client } from 'pg';
 import * as mysql from 'mysql2/promise';
-import type { DataSource, DataSourceOptions } from 'typeorm';
+import type { DataSource, DataSourceOptions, QueryRunner } from 'typeorm';
 import { initDb, InitDbOptions } from 'gemstone-utils';
 
 export type DbKind = 'postgres' | 'mariadb' | 'sqlite';
@@ -236,6 +236,25 @@ export async function snapshot(dataSource: DataSource): Promise<string> {
   const candidates = await query(dataSource, 'SELECT * FROM gemstone_election_candidate ORDER BY ns, candidate_id');
   const leaders = await query(dataSource, 'SELECT * FROM gemstone_election_leader ORDER BY ns');
   return JSON.stringify({ candidates, leaders });
+}
+
+/**
+ * Runs `work` in a transaction the test owns, as an application would with a QueryRunner:
+ * commits when `work` resolves, rolls back when it throws, always releases the runner.
+ */
+export async function inCallerTransaction<T>(dataSource: DataSource, work: (runner: QueryRunner) => Promise<T>): Promise<T> {
+  const runner = dataSource.createQueryRunner();
+  try {
+    await runner.startTransaction();
+    const result = await work(runner);
+    await runner.commitTransaction();
+    return result;
+  } catch (error) {
+    if (runner.isTransactionActive) await runner.rollbackTransaction();
+    throw error;
+  } finally {
+    await runner.release();
+  }
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
