@@ -68,16 +68,8 @@ class Candidate {
   }
 }
 
-interface RepOutcome {
-  p50: number;
-  p99: number;
-  followerP50: number | null;
-  followerP99: number | null;
-  throughput: number;
-  calls: number;
-  errors: string[];
-  exactlyOneLeader: boolean;
-}
+/** One repetition's figures: a {@link ContentionSide} before the medians, with its errors listed. */
+type RepOutcome = Omit<ContentionSide, 'errors' | 'errorSamples'> & { errors: string[] };
 
 export async function runContention(target: BenchTarget, sizes: ContentionSizes, log: (line: string) => void): Promise<ContentionPoint[]> {
   const setup = await openLibrary(target);
