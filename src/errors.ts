@@ -83,3 +83,71 @@ export class UnsupportedDatabaseError extends GemstoneError {
     );
   }
 }
+
+/**
+ * The caller's own transaction hit a serialization failure or deadlock (PostgreSQL 40001/40P01,
+ * MySQL/MariaDB 1213, MariaDB 1020 under `innodb_snapshot_isolation`) while the library worked
+ * inside it. The database has aborted (or will only roll back) that transaction: nothing the
+ * library did in it counts. Roll it back and run the whole transaction again. `cause` is the
+ * database error.
+ */
+export class SerializationFailureError extends GemstoneError {
+  constructor(cause: unknown) {
+    super(
+      'the database aborted the caller\'s transaction (serialization failure or deadlock) while gemstone-utils worked in it: ' +
+        'roll the transaction back and retry it from the start. The library retries on its own only in transactions it owns.',
+      { cause },
+    );
+  }
+}
+
+/**
+ * A DataSource option the library cannot honour for its tables (for example a naming strategy
+ * that renames columns). The message names the option and what to do instead.
+ */
+export class UnsupportedConfigurationError extends GemstoneError {
+  /** The DataSource option that was refused, e.g. `"namingStrategy"`. */
+  readonly option: string;
+
+  constructor(option: string, problem: string, options?: { cause?: unknown }) {
+    super(`the DataSource option ${option} is not supported by gemstone-utils: ${problem}`, options);
+    this.option = option;
+  }
+}
+
+/**
+ * SQLite: the library waited longer than its limit for a transaction someone else holds open on
+ * the DataSource's one connection (every QueryRunner of a TypeORM SQLite DataSource shares it).
+ * The library never runs its own transaction inside another one, so it waits, then gives up.
+ * Nothing was written.
+ */
+export class SqliteTransactionOpenError extends GemstoneError {
+  /** How long the library waited, in milliseconds. */
+  readonly waitedMs: number;
+
+  constructor(waitedMs: number, options?: { cause?: unknown }) {
+    super(
+      `an application transaction held the shared SQLite connection for more than ${waitedMs} ms, so gemstone-utils ` +
+        'could not run its own transaction (nothing was written). To run the call inside that transaction, pass its ' +
+        'EntityManager or QueryRunner as `session`; otherwise keep application transactions short.',
+      options,
+    );
+    this.waitedMs = waitedMs;
+  }
+}
+
+/**
+ * SQLite: a library call without `session` was made inside `withTransaction` on the same
+ * DataSource. Its transaction could only start after the surrounding one ends, which waits for
+ * this call: it would never finish, so the library refuses at once.
+ */
+export class SessionRequiredError extends GemstoneError {
+  constructor(options?: { cause?: unknown }) {
+    super(
+      'a gemstone-utils call without `session` was made inside withTransaction on the same SQLite DataSource, whose ' +
+        'one connection that transaction holds: pass the EntityManager that withTransaction gives your work as ' +
+        '`{ session: manager }` so the call joins the transaction.',
+      options,
+    );
+  }
+}

@@ -1,7 +1,5 @@
-import * as path from 'path';
 import type { DataSource } from 'typeorm';
 import { Dialect, dialectOf } from './dialect';
-import { Mutex } from './mutex';
 import { raw, RawSql } from './sql';
 
 /** What the library derives once per DataSource. */
@@ -9,40 +7,48 @@ export interface DbContext {
   readonly dataSource: DataSource;
   readonly dialect: Dialect;
   /**
-   * Present on SQLite only. Every QueryRunner of a TypeORM SQLite DataSource shares one
-   * connection, so two transactions started concurrently would interleave on it: the library's
-   * own SQLite work runs one at a time through this lock. DataSources of one database file in
-   * one process share it: better-sqlite3 waits for another connection's write lock
-   * synchronously, blocking the event loop, so the holder could never finish.
+   * The name a table of the library really has on this DataSource: an entity's table as TypeORM
+   * names it (after `entityPrefix` and the naming strategy), given by the entity's own name
+   * (`gemstone_election_leader`); any other name gets the `entityPrefix`.
    */
-  readonly sqliteLock: Mutex | undefined;
-  /** A table name, escaped and qualified with the DataSource's `schema` (PostgreSQL). */
+  tableName(name: string): string;
+  /** The PostgreSQL schema of the library's tables, when the DataSource or entity names one. */
+  schemaName(name: string): string | undefined;
+  /** {@link DbContext.tableName}, escaped and qualified with its schema (PostgreSQL). */
   table(name: string): RawSql;
+  /** Any relation name (e.g. an index), escaped and qualified with the schema of table `name`. */
+  qualified(name: string, relation: string): RawSql;
+}
+
+/** The entity metadata of a table the library names by its given (unprefixed) name, if registered. */
+function metadataOf(dataSource: DataSource, name: string) {
+  // Metadata exists only once the DataSource is initialized; before that the option decides.
+  if (!dataSource.isInitialized) return undefined;
+  return dataSource.entityMetadatas.find((metadata) => metadata.givenTableName === name);
 }
 
 const contexts = new WeakMap<DataSource, DbContext>();
-const fileLocks = new Map<string, Mutex>();
-
-function sqliteLockOf(dataSource: DataSource): Mutex {
-  const database = String((dataSource.options as { database?: unknown }).database ?? '');
-  if (database === '' || database === ':memory:') return new Mutex(); // private to this DataSource
-  const file = path.resolve(database);
-  let lock = fileLocks.get(file);
-  if (!lock) fileLocks.set(file, (lock = new Mutex()));
-  return lock;
-}
 
 export function contextOf(dataSource: DataSource): DbContext {
   let context = contexts.get(dataSource);
   if (!context) {
     const dialect = dialectOf(dataSource);
-    const schema = dialect.name === 'postgres' ? (dataSource.options as { schema?: string }).schema : undefined;
+    const options = dataSource.options as { schema?: string; entityPrefix?: string };
     const escape = (identifier: string) => dataSource.driver.escape(identifier);
+    const tableName = (name: string) => metadataOf(dataSource, name)?.tableName ?? `${options.entityPrefix ?? ''}${name}`;
+    const schemaName = (name: string) =>
+      dialect.name === 'postgres' ? (metadataOf(dataSource, name)?.schema ?? options.schema) || undefined : undefined;
+    const qualified = (name: string, relation: string) => {
+      const schema = schemaName(name);
+      return raw(schema ? `${escape(schema)}.${escape(relation)}` : escape(relation));
+    };
     context = Object.freeze({
       dataSource,
       dialect,
-      sqliteLock: dialect.name === 'sqlite' ? sqliteLockOf(dataSource) : undefined,
-      table: (name: string) => raw(schema ? `${escape(schema)}.${escape(name)}` : escape(name)),
+      tableName,
+      schemaName,
+      table: (name: string) => qualified(name, tableName(name)),
+      qualified,
     });
     contexts.set(dataSource, context);
   }

@@ -30,7 +30,12 @@ export interface Dialect {
   readonly rowLocks: boolean;
   /** Deadlock or serialization failure: the whole transaction may be retried. */
   isRetryableConflict(error: unknown): boolean;
-  /** Unique-key violation (the spec's "IntegrityError" on a racing first insert). */
+  /**
+   * An error after which the database has aborted the whole transaction (serialization
+   * failure, deadlock): inside the caller's transaction it becomes a `SerializationFailureError`.
+   */
+  isTransactionAbort(error: unknown): boolean;
+  /** Unique-key violation (a racing first insert of the same leader row). */
   isUniqueViolation(error: unknown): boolean;
 }
 
@@ -58,6 +63,7 @@ const postgres: Dialect = {
     raw(`ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${columns.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`),
   rowLocks: true,
   isRetryableConflict: (error) => ['40P01', '40001'].includes(String(driverError(error).code)),
+  isTransactionAbort: (error) => ['40P01', '40001'].includes(String(driverError(error).code)),
   isUniqueViolation: (error) => driverError(error).code === '23505',
 };
 
@@ -75,8 +81,10 @@ const mysql: Dialect = {
   insertIfAbsent: (keys) => raw(`ON DUPLICATE KEY UPDATE ${keys[0]} = ${keys[0]}`),
   upsert: (_keys, columns) => raw(`ON DUPLICATE KEY UPDATE ${columns.map((c) => `${c} = VALUES(${c})`).join(', ')}`),
   rowLocks: true,
-  // 1213: deadlock; 1205: lock wait timeout (the transaction is rolled back only partially: retry whole).
-  isRetryableConflict: (error) => [1213, 1205].includes(Number(driverError(error).errno)),
+  // 1213: deadlock; 1205: lock wait timeout (the transaction is rolled back only partially: retry
+  // whole); 1020: MariaDB's "record has changed since last read" under innodb_snapshot_isolation.
+  isRetryableConflict: (error) => [1213, 1205, 1020].includes(Number(driverError(error).errno)),
+  isTransactionAbort: (error) => [1213, 1020].includes(Number(driverError(error).errno)),
   isUniqueViolation: (error) => Number(driverError(error).errno) === 1062,
 };
 
@@ -107,6 +115,8 @@ const sqlite: Dialect = {
       /SQLITE_BUSY|database is locked|cannot start a transaction within a transaction/i.test(String(message))
     );
   },
+  // SQLite transactions are serializable by construction; busy errors are retried, never aborts.
+  isTransactionAbort: () => false,
   isUniqueViolation: (error) => /^SQLITE_CONSTRAINT/.test(String(driverError(error).code)),
 };
 

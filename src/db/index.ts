@@ -3,7 +3,7 @@
  * @packageDocumentation
  */
 export { GemstoneDB } from './registry';
-export type { EntityClass, MigrationClass, Registration, TableInstaller } from './registry';
+export type { EntityClass, MigrationClass, RegisteredEntity, Registration, TableInstaller } from './registry';
 export { initDb, DEFAULT_CREATE_TABLES } from './init-db';
 export type { InitDbOptions, InitDbTarget } from './init-db';
 export { getDataSource } from './default-data-source';
@@ -18,4 +18,9 @@ export {
   NotInitializedError,
   EntitiesNotRegisteredError,
   UnsupportedDatabaseError,
+  SerializationFailureError,
+  UnsupportedConfigurationError,
+  SqliteTransactionOpenError,
+  SessionRequiredError,
 } from '../errors';
+export { DEFAULT_SQLITE_WAIT_MS } from './sqlite-atomic';

@@ -1,10 +1,13 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
+import { checkNaming } from './naming';
 import { EntitiesNotRegisteredError, UnsupportedDatabaseError, ValidationError } from '../errors';
 import { contextOf } from './context';
 import { setDataSource } from './default-data-source';
-import { EntityClass, GemstoneDB } from './registry';
+import { installPluginTables } from './plugin-tables';
+import { entityName, GemstoneDB } from './registry';
 import { backoff, execute, sleep } from './session';
 import { sql } from './sql';
+import { outsideTransactions } from './sqlite-atomic';
 import { DEFAULT_DB_URL, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, optionsFromUrl } from './url';
 
 /** Default of {@link InitDbOptions.createTables}. */
@@ -99,7 +102,7 @@ async function initializeRetryingBusy(dataSource: DataSource): Promise<void> {
 async function initialize(dataSource: DataSource): Promise<void> {
   if (dataSource.isInitialized) {
     const missing = GemstoneDB.entities.filter((entity) => !dataSource.hasMetadata(entity));
-    if (missing.length > 0) throw new EntitiesNotRegisteredError(missing.map((e: EntityClass) => e.name));
+    if (missing.length > 0) throw new EntitiesNotRegisteredError(missing.map(entityName));
     return;
   }
   // Concurrent initDb calls on one DataSource share its initialization instead of racing it.
@@ -119,8 +122,8 @@ async function initialize(dataSource: DataSource): Promise<void> {
  */
 async function ensureSqliteBusyTimeout(dataSource: DataSource): Promise<void> {
   const context = contextOf(dataSource);
-  if (!context.sqliteLock) return;
-  await context.sqliteLock.run(async () => {
+  if (context.dialect.name !== 'sqlite') return;
+  await outsideTransactions(dataSource, async () => {
     const [row] = await execute<Record<string, unknown>>(context, dataSource.manager, sql`PRAGMA busy_timeout`);
     const current = Number(row ? Object.values(row)[0] : 0);
     if (current === 0) {
@@ -154,10 +157,19 @@ export async function initDb(target?: InitDbTarget, options: InitDbOptions = {})
   const dataSource = toDataSource(target);
   if (!SUPPORTED_TYPES.includes(String(dataSource.options.type))) throw unsupported(String(dataSource.options.type));
   contextOf(dataSource);
+  const wasInitialized = dataSource.isInitialized;
   await initialize(dataSource);
+  try {
+    checkNaming(dataSource);
+  } catch (error) {
+    // A refused configuration must not leave behind the connections initDb opened.
+    if (!wasInitialized) await dataSource.destroy().catch(() => undefined);
+    throw error;
+  }
   await ensureSqliteBusyTimeout(dataSource);
   if (createTables) {
     for (const installer of GemstoneDB.installers) await installer.install(dataSource);
+    await installPluginTables(dataSource);
   }
   setDataSource(dataSource);
   return dataSource;

@@ -1,9 +1,12 @@
-import type { MigrationInterface } from 'typeorm';
+import type { EntitySchema, MigrationInterface } from 'typeorm';
 import { ValidationError } from '../errors';
 
 /** An entity class (TypeORM `@Entity`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type EntityClass = new (...args: any[]) => object;
+/** What a module can register as an entity: a class or a TypeORM `EntitySchema`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type RegisteredEntity = EntityClass | EntitySchema<any>;
 /** A migration class (TypeORM `MigrationInterface`). */
 export type MigrationClass = new (...args: never[]) => MigrationInterface;
 
@@ -21,12 +24,13 @@ export interface TableInstaller {
 }
 
 export interface Registration {
-  entities?: readonly EntityClass[];
+  /** Entity classes or `EntitySchema`s; `initDb` creates their missing tables and indexes. */
+  entities?: readonly RegisteredEntity[];
   migrations?: readonly MigrationClass[];
   installers?: readonly TableInstaller[];
 }
 
-const entities: EntityClass[] = [];
+const entities: RegisteredEntity[] = [];
 const migrations: MigrationClass[] = [];
 const installers: TableInstaller[] = [];
 
@@ -34,17 +38,33 @@ function addUnique<T>(into: T[], items: readonly T[] | undefined): void {
   for (const item of items ?? []) if (!into.includes(item)) into.push(item);
 }
 
+/**
+ * An `EntitySchema` by shape, not `instanceof`: the application and a plugin may load different
+ * copies of TypeORM.
+ */
+export function isEntitySchema(item: unknown): item is EntitySchema {
+  if (typeof item !== 'object' || item === null) return false;
+  const options: unknown = (item as { options?: unknown }).options;
+  return typeof options === 'object' && options !== null && typeof (options as { name?: unknown }).name === 'string';
+}
+
+/** A registered entity's name, for messages. */
+export function entityName(entity: RegisteredEntity): string {
+  return isEntitySchema(entity) ? entity.options.name : entity.name;
+}
+
 /** Checks a whole registration before any of it is added, so a bad one registers nothing. */
 function validate(registration: Registration): void {
   if (typeof registration !== 'object' || registration === null) {
     throw new ValidationError('registration', 'must be an object like { entities?, migrations?, installers? }');
   }
-  for (const key of ['entities', 'migrations'] as const) {
-    const list: unknown = registration[key];
-    if (list === undefined) continue;
-    if (!Array.isArray(list) || !list.every((item) => typeof item === 'function')) {
-      throw new ValidationError(`registration.${key}`, 'must be an array of classes');
-    }
+  const entityList: unknown = registration.entities;
+  if (entityList !== undefined && (!Array.isArray(entityList) || !entityList.every((item) => typeof item === 'function' || isEntitySchema(item)))) {
+    throw new ValidationError('registration.entities', 'must be an array of entity classes or EntitySchema instances');
+  }
+  const migrationList: unknown = registration.migrations;
+  if (migrationList !== undefined && (!Array.isArray(migrationList) || !migrationList.every((item) => typeof item === 'function'))) {
+    throw new ValidationError('registration.migrations', 'must be an array of classes');
   }
   const installers: unknown = registration.installers;
   if (installers === undefined) return;
@@ -60,8 +80,12 @@ function validate(registration: Registration): void {
  * (importing `gemstone-utils` or `gemstone-utils/election` registers the election tables).
  */
 export const GemstoneDB = Object.freeze({
-  /** Adds entities, migrations and table installers. Idempotent: registering twice adds nothing. */
-  register(registration: Registration): void {
+  /**
+   * Adds entities (classes or `EntitySchema`s), migrations and table installers. Idempotent:
+   * registering twice adds nothing; no argument adds nothing.
+   */
+  register(registration?: Registration): void {
+    if (registration === undefined) return;
     validate(registration);
     addUnique(entities, registration.entities);
     addUnique(migrations, registration.migrations);
@@ -69,8 +93,8 @@ export const GemstoneDB = Object.freeze({
       if (!installers.some((known) => known.name === installer.name)) installers.push(installer);
     }
   },
-  /** The registered entity classes: a frozen copy, spread it into a DataSource's `entities`. */
-  get entities(): readonly EntityClass[] {
+  /** The registered entities: a frozen copy, spread it into a DataSource's `entities`. */
+  get entities(): readonly RegisteredEntity[] {
     return Object.freeze([...entities]);
   },
   /** The registered migrations: a frozen copy, spread it into a DataSource's `migrations`. */

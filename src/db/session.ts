@@ -1,7 +1,8 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { ValidationError } from '../errors';
+import { SerializationFailureError, ValidationError } from '../errors';
 import { contextOf, DbContext } from './context';
-import { render, SqlFragment } from './sql';
+import { render, sql, SqlFragment } from './sql';
+import { outsideTransactions, ownSqliteTransaction } from './sqlite-atomic';
 
 /**
  * The caller's connection or transaction. Inside an active transaction the library joins it and
@@ -11,6 +12,14 @@ export type Session = QueryRunner | EntityManager;
 
 /** How many times a call that owns its transaction retries a deadlock, lock timeout or busy database. */
 export const DEFAULT_CONFLICT_RETRIES = 8;
+
+/**
+ * The isolation level of every transaction the library opens on PostgreSQL and MySQL/MariaDB,
+ * whatever the DataSource's `isolationLevel` option or the server's default: the election's
+ * locked reads rely on READ COMMITTED semantics (see `store.ts`). SQLite transactions are
+ * serializable by construction and are started without a level.
+ */
+export const OWN_ISOLATION_LEVEL = 'READ COMMITTED';
 
 function isQueryRunner(value: object): value is QueryRunner {
   return typeof (value as QueryRunner).startTransaction === 'function' && 'isTransactionActive' in value;
@@ -75,7 +84,7 @@ export interface TransactionOptions {
  *
  * Owning the transaction is what makes retries possible: a deadlock victim (MySQL 1213,
  * PostgreSQL 40P01), SQLITE_BUSY, or a unique violation from a racing first insert (retried once,
- * as the spec says) reruns the whole transaction. Inside the caller's transaction nothing can be
+ * see docs/protocol.md) reruns the whole transaction. Inside the caller's transaction nothing can be
  * retried, so the error is surfaced for the caller to roll back.
  */
 export async function inTransaction<T>(
@@ -86,16 +95,21 @@ export async function inTransaction<T>(
 ): Promise<T> {
   const runner = runnerOf(session);
   const context = contextOf(dataSource);
-  if (runner?.isTransactionActive) return work(runner.manager, context);
+  if (runner?.isTransactionActive) return inCallersTransaction(context, () => work(runner.manager, context));
 
   const retries = options.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
   let uniqueRetried = options.retryUniqueViolation === false;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await exclusive(context, () => ownTransaction(dataSource, runner, (m) => work(m, context)));
+      return await (context.dialect.name === 'sqlite'
+        ? ownSqliteTransaction(dataSource, (r) => work(r.manager, context))
+        : ownTransaction(context, runner, (m) => work(m, context)));
     } catch (error) {
       const { dialect } = context;
-      if (dialect.isRetryableConflict(error) && attempt < retries) {
+      // Library calls inside `work` joined this transaction as a caller's and reported an abort
+      // as SerializationFailureError; here the transaction is ours, so it is rerun like any conflict.
+      const conflict = error instanceof SerializationFailureError ? error.cause : error;
+      if (dialect.isRetryableConflict(conflict) && attempt < retries) {
         await sleep(backoff(attempt));
         continue;
       }
@@ -118,15 +132,55 @@ export async function inOneStatement<T>(
   session: Session | undefined,
   work: (manager: EntityManager, context: DbContext) => Promise<T>,
 ): Promise<T> {
-  const joined = runnerOf(session)?.isTransactionActive === true;
-  const { dialect } = contextOf(dataSource);
+  const runner = runnerOf(session);
+  const context = contextOf(dataSource);
+  if (runner?.isTransactionActive) return inCallersTransaction(context, () => work(runner.manager, context));
+  // A statement outside a transaction runs at the connection's default isolation; when that is
+  // not READ COMMITTED (e.g. `default_transaction_isolation = serializable`) the statement gets
+  // an explicit READ COMMITTED transaction of its own instead.
+  if (!(await defaultIsReadCommitted(context))) return inTransaction(dataSource, session, work);
   for (let attempt = 0; ; attempt++) {
     try {
       return await withManager(dataSource, session, work);
     } catch (error) {
-      if (joined || attempt >= DEFAULT_CONFLICT_RETRIES || !dialect.isRetryableConflict(error)) throw error;
+      if (attempt >= DEFAULT_CONFLICT_RETRIES || !context.dialect.isRetryableConflict(error)) throw error;
       await sleep(backoff(attempt));
     }
+  }
+}
+
+const defaultIsolation = new WeakMap<DataSource, Promise<boolean>>();
+
+/**
+ * Whether a statement outside a transaction runs at READ COMMITTED on this DataSource's
+ * connections (PostgreSQL: `SHOW transaction_isolation` outside a transaction is the session's
+ * default). Learnt once per DataSource; a failed look-up is not remembered and answers false,
+ * which only costs an explicit transaction.
+ */
+function defaultIsReadCommitted(context: DbContext): Promise<boolean> {
+  if (context.dialect.name !== 'postgres') return Promise.resolve(true);
+  let known = defaultIsolation.get(context.dataSource);
+  if (!known) {
+    known = execute<{ transaction_isolation?: unknown }>(context, context.dataSource.manager, sql`SHOW transaction_isolation`).then(
+      (rows) => String(rows[0]?.transaction_isolation).toLowerCase() === 'read committed',
+    );
+    defaultIsolation.set(context.dataSource, known);
+    known.catch(() => defaultIsolation.delete(context.dataSource));
+  }
+  return known.catch(() => false);
+}
+
+/**
+ * Runs `work` inside the caller's transaction. Nothing can be retried there; an error after
+ * which the database aborted the whole transaction becomes a {@link SerializationFailureError}
+ * telling the caller to retry its transaction.
+ */
+async function inCallersTransaction<T>(context: DbContext, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (context.dialect.isTransactionAbort(error)) throw new SerializationFailureError(error);
+    throw error;
   }
 }
 
@@ -138,22 +192,21 @@ export async function withManager<T>(
 ): Promise<T> {
   const runner = runnerOf(session);
   const context = contextOf(dataSource);
+  if (runner?.isTransactionActive) return inCallersTransaction(context, () => work(runner.manager, context));
   if (runner) return work(runner.manager, context);
-  return exclusive(context, () => work(dataSource.manager, context));
-}
-
-function exclusive<T>(context: DbContext, work: () => Promise<T>): Promise<T> {
-  return context.sqliteLock ? context.sqliteLock.run(work) : work();
+  // SQLite: never read another transaction's uncommitted rows on the shared connection.
+  if (context.dialect.name === 'sqlite') return outsideTransactions(dataSource, () => work(dataSource.manager, context));
+  return work(dataSource.manager, context);
 }
 
 async function ownTransaction<T>(
-  dataSource: DataSource,
+  context: DbContext,
   sessionRunner: QueryRunner | undefined,
   work: (manager: EntityManager) => Promise<T>,
 ): Promise<T> {
-  const runner = sessionRunner ?? dataSource.createQueryRunner();
+  const runner = sessionRunner ?? context.dataSource.createQueryRunner();
   try {
-    await runner.startTransaction();
+    await runner.startTransaction(context.dialect.name === 'sqlite' ? undefined : OWN_ISOLATION_LEVEL);
     try {
       const result = await work(runner.manager);
       await runner.commitTransaction();

@@ -1,6 +1,8 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { ValidationError } from '../errors';
-import { DEFAULT_CONFLICT_RETRIES, inTransaction } from './session';
+import { contextOf } from './context';
+import { backoff, DEFAULT_CONFLICT_RETRIES, inTransaction, sleep } from './session';
+import { DEFAULT_SQLITE_WAIT_MS, inTransactionScope, ownSqliteTransaction } from './sqlite-atomic';
 
 export interface WithTransactionOptions {
   /**
@@ -9,6 +11,11 @@ export interface WithTransactionOptions {
    * 0 never reruns it.
    */
   readonly conflictRetries?: number;
+  /**
+   * SQLite: how long to wait for a transaction someone else holds open on the shared connection
+   * before throwing `SqliteTransactionOpenError`. Default {@link DEFAULT_SQLITE_WAIT_MS}.
+   */
+  readonly sqliteWaitMs?: number;
 }
 
 /**
@@ -16,11 +23,12 @@ export interface WithTransactionOptions {
  * beside the library on SQLite, and retried on conflicts everywhere. Use it for fenced
  * leader-only writes (`assertLeader` first, then the writes).
  *
- * Why not `dataSource.transaction()`: every QueryRunner of a TypeORM SQLite DataSource shares one
- * connection, so an application transaction started while a `LeaderElector` tick is in its own
- * fails ("cannot start a transaction within a transaction"). This helper takes the library's
- * in-process SQLite lock, so the two take turns. `work` may run more than once: keep it to
- * database work (or make its side effects idempotent), or pass `{ conflictRetries: 0 }`.
+ * SQLite: every QueryRunner of a TypeORM SQLite DataSource shares one connection. This helper
+ * waits until no other transaction is open on it, then opens a real one (never a SAVEPOINT of
+ * someone else's). Library calls inside `work` must pass `{ session: manager }`: without it they
+ * throw `SessionRequiredError` at once (their own transaction could only start after this one).
+ * `work` may run more than once: keep it to database work (or make its side effects idempotent),
+ * or pass `{ conflictRetries: 0 }`.
  */
 export function withTransaction<T>(
   dataSource: DataSource,
@@ -35,5 +43,27 @@ export function withTransaction<T>(
   if (!Number.isSafeInteger(retries) || retries < 0) {
     return Promise.reject(new ValidationError('options.conflictRetries', `must be a non-negative integer (got ${String(retries)})`));
   }
+  const waitMs = options.sqliteWaitMs ?? DEFAULT_SQLITE_WAIT_MS;
+  if (typeof waitMs !== 'number' || !Number.isFinite(waitMs) || waitMs < 0) {
+    return Promise.reject(new ValidationError('options.sqliteWaitMs', `must be a finite number of milliseconds >= 0 (got ${String(waitMs)})`));
+  }
+  if (contextOf(dataSource).dialect.name === 'sqlite') return sqliteWithTransaction(dataSource, work, retries, waitMs);
   return inTransaction(dataSource, undefined, (manager) => work(manager), { conflictRetries: retries, retryUniqueViolation: false });
+}
+
+async function sqliteWithTransaction<T>(
+  dataSource: DataSource,
+  work: (manager: EntityManager) => Promise<T>,
+  retries: number,
+  waitMs: number,
+): Promise<T> {
+  const { dialect } = contextOf(dataSource);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ownSqliteTransaction(dataSource, (runner) => inTransactionScope(dataSource, () => work(runner.manager)), waitMs);
+    } catch (error) {
+      if (!dialect.isRetryableConflict(error) || attempt >= retries) throw error;
+      await sleep(backoff(attempt));
+    }
+  }
 }

@@ -61,7 +61,26 @@ export function optionsFromUrl(url: string, parameter = 'target'): DataSourceOpt
     default:
       throw new ValidationError(
         parameter,
-        `must be a postgres://, postgresql://, mysql://, mariadb:// or sqlite: URL (got ${JSON.stringify(url.replace(/\/\/[^@/]*@/, '//***@'))})`,
+        `must be a postgres://, postgresql://, mysql://, mariadb:// or sqlite: URL (got ${JSON.stringify(redactUrl(url))})`,
       );
   }
+}
+
+/** What {@link redactUrl} puts in place of a password. */
+export const REDACTED_PASSWORD = '***';
+
+/**
+ * The URL with its password replaced by {@link REDACTED_PASSWORD}, for messages: the user name
+ * stays (it tells the operator which account was used), and so does everything else. Covers
+ * `scheme://user:password@host` and a `password=` query parameter.
+ */
+export function redactUrl(url: string, placeholder = REDACTED_PASSWORD): string {
+  return url
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*):[^@/?#]*@/i, (_match, head: string) => `${head}:${placeholder}@`)
+    .replace(/([?&]password=)[^&#]*/gi, (_match, head: string) => `${head}${placeholder}`);
+}
+
+/** True when the URL carries a password (in the user info or as a `password=` query parameter). */
+export function urlHasPassword(url: string): boolean {
+  return redactUrl(url, '\u0000') !== url;
 }

@@ -1,5 +1,5 @@
 /**
- * Contract §1: several processes calling initDb on the same fresh database at the same moment all
+ * Several processes calling initDb on the same fresh database at the same moment all
  * succeed, and the schema is then exactly what one initDb creates. Also in-process: several
  * DataSources of one database racing.
  */
@@ -59,7 +59,7 @@ describeEachDatabase(
       const space = ns();
       const ids = dataSources.map(() => uuid());
       // one after the other: each DataSource works on the schema the race left
-      const leaders: string[] = [];
+      const leaders: Array<string | null> = [];
       for (const [i, ds] of dataSources.entries()) leaders.push(await new ElectionService(ds).elect(ids[i]!, { ns: space }));
       expect(new Set(leaders).size).toBe(1);
       expect(ids).toContain(leaders[0]);

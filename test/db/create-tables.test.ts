@@ -1,5 +1,5 @@
 /**
- * Contract §1, `options.createTables`: initDb creates the two election tables and their index —
+ * `options.createTables`: initDb creates the two election tables and their index —
  * only those; the application's tables are never created, altered or dropped; with `false` no DDL
  * runs at all, and a later call on the same DataSource creates what was skipped.
  */
@@ -42,7 +42,7 @@ describeEachDatabase('initDb createTables', (db) => {
     // every DDL statement names an election table, none the application's
     expect(log.ddl().length).toBeGreaterThan(0);
     for (const statement of log.ddl()) {
-      expect(statement).toMatch(/gemstone_election_(candidate|leader)/);
+      expect(statement).toMatch(/gemstone_election_(candidate|leader|history)/);
       expect(statement).not.toMatch(/app_(widget|gadget)/);
     }
 

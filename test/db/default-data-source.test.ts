@@ -1,5 +1,5 @@
 /**
- * Contract §1, `getDataSource()`: throws NotInitializedError before any initDb, then returns the
+ * `getDataSource()` throws NotInitializedError before any initDb, then returns the
  * DataSource of the latest initDb call (one default for `gemstone-utils` and `gemstone-utils/db`).
  */
 import { DataSource } from 'typeorm';

@@ -1,5 +1,5 @@
 /**
- * Contract §2, "Migrations … produce exactly the schema initDb creates": `GemstoneDB.migrations`
+ * Migrations produce exactly the schema initDb creates: `GemstoneDB.migrations`
  * through a DataSource's `migrations` option, undo, re-runs over tables initDb made, and the
  * PostgreSQL `schema` option (tables land in that schema, elections work there).
  */
@@ -11,7 +11,9 @@ import { freshOptions } from './support/fresh';
 import { QueryLog } from './support/query-log';
 import { ELECTION_TABLES, schemaDump, tableNames } from './support/schema';
 
-const MIGRATION_NAME = 'GemstoneElectionTables1763683200000';
+const FIRST_MIGRATION = 'GemstoneElectionTables1763683200000';
+const IDENTITY_MIGRATION = 'GemstoneElectionIdentity1795392000000';
+const MIGRATION_NAMES = [FIRST_MIGRATION, IDENTITY_MIGRATION];
 
 /** A DataSource on a fresh database that lists the plugin's migrations, as an application would. */
 async function migratingDataSource(db: TestDatabase, extra: Partial<DataSourceOptions> = {}): Promise<DataSource> {
@@ -42,30 +44,33 @@ describeEachDatabase('migrations', (db) => {
     expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(reference);
     expect(await ds.showMigrations()).toBe(false); // nothing pending
     const executed = await query<{ name: string }>(ds, 'SELECT name FROM migrations');
-    expect(executed.map((row) => row.name)).toEqual([MIGRATION_NAME]);
+    expect(executed.map((row) => row.name)).toEqual(MIGRATION_NAMES);
     expect(log.ddl().filter((s) => /gemstone_election/.test(s)).length).toBeGreaterThan(0);
     if (db.kind === 'mariadb') {
       const nsColumns = ((await schemaDump(ds, ELECTION_TABLES)).columns as Array<Record<string, unknown>>).filter((c) => c.column_name === 'ns');
-      expect(nsColumns.map((c) => c.collation_name)).toEqual(['utf8mb4_nopad_bin', 'utf8mb4_nopad_bin']);
+      expect(nsColumns.map((c) => c.collation_name)).toEqual(['utf8mb4_nopad_bin', 'utf8mb4_nopad_bin', 'utf8mb4_nopad_bin']);
     }
     await expectExactNamespaces(ds);
   });
 
-  test('runMigrations() creates the tables, undoLastMigration drops them, running again restores them', async () => {
+  test('runMigrations() creates the tables, undoLastMigration drops them step by step, running again restores them', async () => {
     const ds = await migratingDataSource(db);
     await initDb(ds, { createTables: false });
     expect(await tableNames(ds)).toEqual([]);
 
     const ran = await ds.runMigrations();
-    expect(ran.map((m) => m.name)).toEqual([MIGRATION_NAME]);
+    expect(ran.map((m) => m.name)).toEqual(MIGRATION_NAMES);
     expect(await tableNames(ds)).toEqual([...ELECTION_TABLES, 'migrations'].sort());
     expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(reference);
 
+    await ds.undoLastMigration(); // the identity step: history table and candidate columns go
+    expect(await tableNames(ds)).toEqual(['gemstone_election_candidate', 'gemstone_election_leader', 'migrations']);
+    expect((await query<{ name: string }>(ds, 'SELECT name FROM migrations')).map((r) => r.name)).toEqual([FIRST_MIGRATION]);
     await ds.undoLastMigration();
     expect(await tableNames(ds)).toEqual(['migrations']);
     expect(await query(ds, 'SELECT name FROM migrations')).toEqual([]);
 
-    expect((await ds.runMigrations()).map((m) => m.name)).toEqual([MIGRATION_NAME]);
+    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(MIGRATION_NAMES);
     expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(reference);
     await expectExactNamespaces(ds);
   });
@@ -75,7 +80,7 @@ describeEachDatabase('migrations', (db) => {
     await initDb(ds);
     await expectExactNamespaces(ds);
     const rows = await snapshot(ds);
-    expect((await ds.runMigrations()).map((m) => m.name)).toEqual([MIGRATION_NAME]);
+    expect((await ds.runMigrations()).map((m) => m.name)).toEqual(MIGRATION_NAMES);
     expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(reference);
     expect(await snapshot(ds)).toEqual(rows);
     expect(await initDb(ds)).toBe(ds); // and initDb afterwards too
@@ -86,7 +91,7 @@ describeEachDatabase('migrations', (db) => {
     const ds = await migratingDataSource(db, { migrationsRun: true, migrationsTransactionMode: 'each' });
     await initDb(ds); // migrations first (inside initialize), then the installer finds the tables
     expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(reference);
-    expect((await query<{ name: string }>(ds, 'SELECT name FROM migrations')).map((r) => r.name)).toEqual([MIGRATION_NAME]);
+    expect((await query<{ name: string }>(ds, 'SELECT name FROM migrations')).map((r) => r.name)).toEqual(MIGRATION_NAMES);
   });
 });
 
@@ -137,6 +142,7 @@ describeEachDatabase(
       expect(await dumpOf(ds, 'app_migrated')).toEqual(await dumpOf(admin, 'public'));
       const id = uuid();
       expect(await new ElectionService(ds).elect(id, { ns: ns() })).toBe(id);
+      await ds.undoLastMigration();
       await ds.undoLastMigration();
       expect(await tableNames(ds, 'app_migrated')).toEqual(['migrations']);
     });

@@ -1,9 +1,16 @@
 /**
- * Contract §1, `GemstoneDB`: `register` is idempotent; `entities` and `migrations` are frozen
+ * `GemstoneDB.register` is idempotent; `entities` and `migrations` are frozen
  * copies, so changing them cannot change the registry. (Which imports register what is checked
  * from child processes in test/package/exports.test.ts.)
  */
-import { ElectionCandidate, ElectionLeader, GemstoneDB, GemstoneElectionTables1763683200000 } from 'gemstone-utils';
+import {
+  ElectionCandidate,
+  ElectionHistory,
+  ElectionLeader,
+  GemstoneDB,
+  GemstoneElectionIdentity1795392000000,
+  GemstoneElectionTables1763683200000,
+} from 'gemstone-utils';
 
 type DbModule = typeof import('gemstone-utils/db');
 
@@ -24,9 +31,9 @@ class PluginMigration {
 }
 
 describe('GemstoneDB', () => {
-  test('lists the election entities and migration once importing gemstone-utils registered them', () => {
-    expect(GemstoneDB.entities).toEqual([ElectionCandidate, ElectionLeader]);
-    expect(GemstoneDB.migrations).toEqual([GemstoneElectionTables1763683200000]);
+  test('lists the election entities and migrations once importing gemstone-utils registered them', () => {
+    expect(GemstoneDB.entities).toEqual([ElectionCandidate, ElectionLeader, ElectionHistory]);
+    expect(GemstoneDB.migrations).toEqual([GemstoneElectionTables1763683200000, GemstoneElectionIdentity1795392000000]);
   });
 
   test('register is idempotent: the same entities and migrations again add nothing', () => {
@@ -49,9 +56,9 @@ describe('GemstoneDB', () => {
       expect(registry.entities).toEqual([PluginEntity, OtherPluginEntity]);
       expect(registry.migrations).toEqual([PluginMigration]);
 
-      const election = load('gemstone-utils/election') as { ElectionCandidate: unknown; ElectionLeader: unknown };
-      expect(registry.entities).toEqual([PluginEntity, OtherPluginEntity, election.ElectionCandidate, election.ElectionLeader]);
-      expect(registry.migrations.map((m) => m.name)).toEqual(['PluginMigration', 'GemstoneElectionTables1763683200000']);
+      const election = load('gemstone-utils/election') as { ElectionCandidate: unknown; ElectionLeader: unknown; ElectionHistory: unknown };
+      expect(registry.entities).toEqual([PluginEntity, OtherPluginEntity, election.ElectionCandidate, election.ElectionLeader, election.ElectionHistory]);
+      expect(registry.migrations.map((m) => m.name)).toEqual(['PluginMigration', 'GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000']);
     });
   });
 
@@ -76,7 +83,7 @@ describe('GemstoneDB', () => {
   test('a copy the caller changes does not change the registry', () => {
     const entities = [...GemstoneDB.entities];
     entities.length = 0;
-    expect(GemstoneDB.entities).toEqual([ElectionCandidate, ElectionLeader]);
+    expect(GemstoneDB.entities).toEqual([ElectionCandidate, ElectionLeader, ElectionHistory]);
     expect(GemstoneDB.entities).not.toBe(GemstoneDB.entities); // a new copy each time, not a shared view
   });
 
@@ -91,7 +98,6 @@ describe('GemstoneDB', () => {
       const { GemstoneDB: registry, ValidationError } = load('gemstone-utils/db') as DbModule;
       const bad: Array<[unknown, string]> = [
         [null, 'registration'],
-        [undefined, 'registration'],
         ['entities', 'registration'],
         [{ entities: PluginEntity }, 'registration.entities'],
         [{ entities: [PluginEntity, 'src/**/*.entity.ts'] }, 'registration.entities'],
@@ -110,6 +116,14 @@ describe('GemstoneDB', () => {
       }
       expect(registry.entities).toEqual([]);
       expect(registry.migrations).toEqual([]);
+    });
+  });
+
+  test('register() without an argument registers nothing and does not throw', () => {
+    isolated((load) => {
+      const { GemstoneDB: registry } = load('gemstone-utils/db') as DbModule;
+      registry.register();
+      expect(registry.entities).toEqual([]);
     });
   });
 });

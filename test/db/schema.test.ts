@@ -1,6 +1,7 @@
 /**
- * Contract §2, the tables as the database describes them: column names and order, types,
- * nullability, primary keys, the (ns, expires_at) index and `term` ≥ 0 with default 0.
+ * The tables as the database describes them: column names and order, types,
+ * nullability, primary keys, the (ns, expires_at) index and `term` ≥ 0 with default 0; the
+ * candidate's metadata, priority (default 0) and eligibility (default true), the history table.
  */
 import type { DataSource } from 'typeorm';
 import { describeEachDatabase, query, TestDatabase, uuid } from '../support/databases';
@@ -9,19 +10,22 @@ import { ELECTION_INDEX } from './support/schema';
 
 interface ColumnShape {
   name: string;
-  /** `string(n)`, `uuid` (a 36-character string or a native uuid), `instant(ms)` or `bigint`. */
+  /** `string(n)`, `uuid` (a 36-character string or a native uuid), `instant(ms)`, `bigint`, `integer`, `boolean` or `text`. */
   type: string;
   nullable: boolean;
   default?: string | null;
 }
 
-/** A database type in the contract's terms; instants must keep at least milliseconds. */
+/** A database type in the documented schema's terms (docs/databases.md); instants must keep at least milliseconds. */
 function shape(db: TestDatabase, raw: { type: string; length?: number | null; precision?: number | null }): string {
   const type = raw.type.toLowerCase();
   const length = raw.length ?? Number(/\((\d+)\)/.exec(type)?.[1] ?? NaN);
   if (/^(character varying|varchar|char|character)/.test(type)) return length === 36 ? 'uuid' : `string(${length})`;
   if (type === 'uuid') return 'uuid';
   if (/^bigint/.test(type)) return 'bigint';
+  if (type === 'text') return 'text';
+  if (/^(integer|int\(11\)|int)$/.test(type)) return 'integer';
+  if (/^(boolean|tinyint\(1\))$/.test(type)) return 'boolean';
   if (db.kind === 'postgres' && type === 'timestamp with time zone') return (raw.precision ?? 0) >= 3 ? 'instant(ms)' : type;
   if (db.kind === 'mariadb' && /^(datetime|timestamp)\((\d)\)$/.test(type)) return Number(/\((\d)\)/.exec(type)![1]) >= 3 ? 'instant(ms)' : type;
   if (db.kind === 'sqlite' && type === 'datetime') return 'instant(ms)'; // UTC text with milliseconds
@@ -137,10 +141,29 @@ describeEachDatabase('election schema', (db) => {
         { name: 'candidate_id', type: 'uuid', nullable: false, default: null },
         { name: 'last_heartbeat_at', type: 'instant(ms)', nullable: false, default: null },
         { name: 'expires_at', type: 'instant(ms)', nullable: false, default: null },
+        { name: 'metadata', type: 'text', nullable: true, default: null },
+        { name: 'priority', type: 'integer', nullable: false, default: '0' },
+        // PostgreSQL says true, MariaDB and SQLite store booleans as 1
+        { name: 'eligible', type: 'boolean', nullable: false, default: db.kind === 'postgres' ? 'true' : '1' },
       ],
       primaryKey: ['ns', 'candidate_id'],
     });
     expect(await indexColumns(db, ds, 'gemstone_election_candidate', ELECTION_INDEX)).toEqual(['ns', 'expires_at']);
+  });
+
+  test('gemstone_election_history: columns, primary key (ns, term), index (ended_at)', async () => {
+    expect(await describeTable(db, ds, 'gemstone_election_history')).toEqual({
+      columns: [
+        { name: 'ns', type: 'string(255)', nullable: false, default: null },
+        { name: 'term', type: 'bigint', nullable: false, default: null },
+        { name: 'leader_id', type: 'uuid', nullable: false, default: null },
+        { name: 'acquired_at', type: 'instant(ms)', nullable: false, default: null },
+        { name: 'ended_at', type: 'instant(ms)', nullable: true, default: null },
+        { name: 'end_reason', type: 'string(16)', nullable: true, default: null },
+      ],
+      primaryKey: ['ns', 'term'],
+    });
+    expect(await indexColumns(db, ds, 'gemstone_election_history', 'IDX_gemstone_election_history_ended_at')).toEqual(['ended_at']);
   });
 
   test('gemstone_election_leader: columns, primary key (ns), term BIGINT NOT NULL DEFAULT 0', async () => {

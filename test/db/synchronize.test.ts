@@ -1,5 +1,5 @@
 /**
- * Contract §1: an application DataSource with `synchronize: true` that lists
+ * An application DataSource with `synchronize: true` that lists
  * `...GemstoneDB.entities` never alters, drops or empties the plugin's tables, although their
  * database-specific column types differ from what TypeORM would derive from the entities.
  */

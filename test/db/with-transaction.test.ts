@@ -108,5 +108,39 @@ describeEachDatabase('withTransaction', (db) => {
       const results = await Promise.allSettled([three.done, four.done]);
       expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1);
     });
+
+    test('a conflict that a library call inside the work reports as SerializationFailureError reruns the work too', async () => {
+      // A deadlock whose victim waits in assertLeader: the light transaction on MySQL/MariaDB (the
+      // other one wrote many rows), the first waiter on PostgreSQL (its deadlock check runs first).
+      const ns = freshNs();
+      const leader = uuid();
+      const svc = new ElectionService(ds);
+      await svc.elect(leader, { ns });
+      const [x, bulk] = [uuid(), uuid()];
+      await query(ds, 'INSERT INTO wt_ledger (id, n) VALUES (?, 0)', [x]);
+      let lightRuns = 0;
+      const errors: unknown[] = [];
+      const light = withTransaction(ds, async (m) => {
+        lightRuns++;
+        await m.query(`UPDATE wt_ledger SET n = n + 1 WHERE id = ${p(1)}`, [x]);
+        await sleep(lightRuns === 1 ? 300 : 0);
+        await svc.assertLeader(leader, { ns, session: m }).catch((error: unknown) => {
+          errors.push(error);
+          throw error;
+        });
+      });
+      await sleep(100);
+      const heavy = withTransaction(ds, async (m) => {
+        for (let i = 0; i < 50; i++) await m.query(`INSERT INTO wt_ledger (id, n) VALUES (${p(1)}, 0)`, [`${bulk}-${i}`]);
+        await svc.elect(leader, { ns, session: m }); // a renewal: locks the leader row for update
+        await sleep(500);
+        await m.query(`UPDATE wt_ledger SET n = n + 1 WHERE id = ${p(1)}`, [x]);
+      });
+      await Promise.all([light, heavy]);
+      expect(lightRuns).toBe(2);
+      expect(errors.map((e) => (e as Error).name)).toEqual(['SerializationFailureError']);
+      const rows = await query(ds, 'SELECT n FROM wt_ledger WHERE id = ?', [x]);
+      expect(Number(rows[0]!.n)).toBe(2);
+    });
   }
 });

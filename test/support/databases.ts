@@ -99,7 +99,10 @@ class PostgresDatabase extends BaseDatabase {
     return withDatabase(PG_URL(), this.database);
   }
   options(extra: Partial<DataSourceOptions> = {}): DataSourceOptions {
-    return { type: 'postgres', url: this.url(), ...extra } as DataSourceOptions;
+    // Idle pooled connections close after half a second: test files run side by side on a shared
+    // server whose connection limit (100) a burst of racers would otherwise keep occupied.
+    const pool = { idleTimeoutMillis: 500, ...((extra as { extra?: object }).extra ?? {}) };
+    return { type: 'postgres', url: this.url(), ...extra, extra: pool } as DataSourceOptions;
   }
   protected async admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
     const client = new Client({ connectionString: PG_URL() });
@@ -151,6 +154,19 @@ class MariaDatabase extends BaseDatabase {
 
 type SqliteDriver = 'better-sqlite3' | 'sqlite3';
 
+/**
+ * GEMSTONE_SQLITE3=5: the sqlite3 DataSources run on sqlite3 5.x (the `sqlite3-v5` alias) through
+ * TypeORM 0.3's `driver` option; otherwise on the `sqlite3` package (6.x).
+ */
+function sqlite3Driver(): { driver?: unknown } {
+  if (process.env.GEMSTONE_SQLITE3 !== '5') return {};
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const version: string = require('sqlite3-v5/package.json').version;
+  if (!version.startsWith('5.')) throw new Error(`GEMSTONE_SQLITE3=5 but sqlite3-v5 is ${version}`);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return { driver: require('sqlite3-v5') };
+}
+
 class SqliteDatabase extends BaseDatabase {
   readonly kind = 'sqlite' as const;
   override readonly shared: boolean;
@@ -172,7 +188,8 @@ class SqliteDatabase extends BaseDatabase {
   }
   options(extra: Partial<DataSourceOptions> = {}): DataSourceOptions {
     const type = this.driver === 'sqlite3' ? 'sqlite' : 'better-sqlite3';
-    return { type, database: this.database_, enableWAL: !this.memory, ...extra } as DataSourceOptions;
+    const driver = this.driver === 'sqlite3' ? sqlite3Driver() : {};
+    return { type, database: this.database_, enableWAL: !this.memory, ...driver, ...extra } as DataSourceOptions;
   }
   protected async createDatabase() {
     const dir = path.join(os.tmpdir(), 'gemstone-tests');
@@ -203,6 +220,8 @@ export interface EachDatabaseOptions {
   kinds?: readonly DbKind[];
   /** Only databases that separate connections share (not `:memory:`). */
   sharedOnly?: boolean;
+  /** Only databases private to each connection (`:memory:`). */
+  unsharedOnly?: boolean;
 }
 
 /** `describe` once per database of the matrix, with a fresh database created before and dropped after. */
@@ -210,6 +229,7 @@ export function describeEachDatabase(title: string, body: (db: TestDatabase) => 
   for (const db of testDatabases()) {
     if (options.kinds && !options.kinds.includes(db.kind)) continue;
     if (options.sharedOnly && !db.shared) continue;
+    if (options.unsharedOnly && db.shared) continue;
     const run = skipped.has(db.kind) ? describe.skip : describe;
     run(`${title} [${db.name}]`, () => {
       beforeAll(() => db.create());
@@ -235,7 +255,8 @@ export async function query<T = Record<string, unknown>>(dataSource: DataSource,
 export async function snapshot(dataSource: DataSource): Promise<string> {
   const candidates = await query(dataSource, 'SELECT * FROM gemstone_election_candidate ORDER BY ns, candidate_id');
   const leaders = await query(dataSource, 'SELECT * FROM gemstone_election_leader ORDER BY ns');
-  return JSON.stringify({ candidates, leaders });
+  const history = await query(dataSource, 'SELECT * FROM gemstone_election_history ORDER BY ns, term');
+  return JSON.stringify({ candidates, leaders, history });
 }
 
 /**

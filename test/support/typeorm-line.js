@@ -12,3 +12,15 @@ if (process.env.GEMSTONE_TYPEORM_LINE === '0.3') {
     return resolve.call(this, request, ...rest);
   };
 }
+
+// GEMSTONE_SQLITE3=5: `require('sqlite3')` (TypeORM's sqlite driver) loads sqlite3 5.x, installed
+// as the `sqlite3-v5` alias, as jest's moduleNameMapper does inside the test workers.
+if (process.env.GEMSTONE_SQLITE3 === '5') {
+  const Module = require('module');
+  const path = require('path');
+  const v5 = path.join(__dirname, '..', '..', 'node_modules', 'sqlite3-v5');
+  const resolve = Module._resolveFilename;
+  Module._resolveFilename = function (request, ...rest) {
+    return resolve.call(this, request === 'sqlite3' ? v5 : request, ...rest);
+  };
+}

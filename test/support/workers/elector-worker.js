@@ -4,8 +4,9 @@
 // It reports everything as JSON lines on stdout: { event, t (epoch ms), ...fields }.
 // With ledgerEveryMs it does leader work: a fenced insert into `elector_ledger` — assertLeader
 // with the lease's term, then the insert, in one transaction — via runIfLeader. After a
-// 'lease-expired-locally' demotion it deliberately tries one more write under the stale term, as
-// a buggy application would, and reports whether the fence rejected it.
+// demotion that it did not ask for ('lost' or 'lease-expired-locally') it deliberately tries one
+// more write under the stale term, as a buggy application would, and reports whether the fence
+// rejected it.
 // Reads commands on stdin: "stop" (stop the elector, destroy the DataSource, exit 0).
 // No handler for unhandled rejections or uncaught exceptions: an escaped error crashes it, and the
 // tests notice.
@@ -53,7 +54,7 @@ async function main() {
   elector.on('leader', (leaderId, term) => out('leader', { leaderId, term }));
   elector.on('demoted', (lease, reason) => {
     out('demoted', { term: lease.term, reason });
-    if (config.ledgerEveryMs && reason === 'lease-expired-locally') {
+    if (config.ledgerEveryMs && reason !== 'stopped') {
       fencedWrite(elector, lease.term).then(
         (n) => out('stale-write', { term: lease.term, outcome: 'committed', seq: n }),
         (error) => out('stale-write', { term: lease.term, outcome: 'rejected', name: error.name, message: error.message }),

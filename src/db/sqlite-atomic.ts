@@ -1,0 +1,319 @@
+import { AsyncLocalStorage } from 'async_hooks';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { SessionRequiredError, SqliteTransactionOpenError } from '../errors';
+import { render, SqlFragment } from './sql';
+
+/**
+ * SQLite: how long (milliseconds) a library call without `session` waits for a transaction
+ * someone else holds open on the DataSource's shared connection before it throws
+ * {@link SqliteTransactionOpenError}. Default 5000.
+ */
+export const DEFAULT_SQLITE_WAIT_MS = 5000;
+
+/*
+ * Every QueryRunner of a TypeORM SQLite DataSource shares ONE connection, so a transaction there
+ * is the connection's: a second BEGIN from anyone becomes a SAVEPOINT of the first (TypeORM) or
+ * fails, and every statement sent while a transaction is open belongs to it. The library therefore
+ * never opens its transaction while another one is open (it waits), and runs its transaction as
+ * ONE step nobody can slip a statement into:
+ * - better-sqlite3 is synchronous: BEGIN IMMEDIATE … COMMIT run in one turn of the event loop.
+ * - sqlite3 is asynchronous but queues statements in order: BEGIN IMMEDIATE … COMMIT are queued
+ *   at once inside `db.serialize()`, so whatever the application sends later runs after COMMIT.
+ *   Decisions must then be made by the SQL itself (see `election/sqlite-programs.ts`).
+ */
+
+/** The parts of a better-sqlite3 `Database` the library uses. */
+interface BetterSqliteDatabase {
+  readonly inTransaction: boolean;
+  prepare(text: string): BetterSqliteStatement;
+}
+
+interface BetterSqliteStatement {
+  readonly reader: boolean;
+  all(...values: unknown[]): unknown[];
+  run(...values: unknown[]): unknown;
+}
+
+/** How many prepared statements are kept per connection (the library sends a few dozen texts). */
+const STATEMENT_CACHE_SIZE = 128;
+
+/**
+ * Prepared statements per better-sqlite3 connection, by SQL text. Preparing costs more than
+ * running a small statement, and the library's texts never change between calls (values are
+ * parameters), so a renewal would otherwise pay the compilation of every statement each tick.
+ * SQLite recompiles a cached statement by itself when the schema changes.
+ */
+const statementCaches = new WeakMap<BetterSqliteDatabase, Map<string, BetterSqliteStatement>>();
+
+/** Runs a statement; a statement that returns rows (a reader) must be read with `all`. */
+function execute(statement: BetterSqliteStatement, values: readonly unknown[]): Rows {
+  return (statement.reader ? statement.all(...values) : (statement.run(...values), [])) as Rows;
+}
+
+function prepared(db: BetterSqliteDatabase, text: string): BetterSqliteStatement {
+  let cache = statementCaches.get(db);
+  if (!cache) statementCaches.set(db, (cache = new Map()));
+  let statement = cache.get(text);
+  if (statement) {
+    // Most recently used last: the first entry is the one to evict.
+    cache.delete(text);
+  } else {
+    statement = db.prepare(text);
+    if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+  }
+  cache.set(text, statement);
+  return statement;
+}
+
+/** The parts of a node-sqlite3 `Database` the library uses. */
+interface Sqlite3Database {
+  serialize(work?: () => void): void;
+  all(text: string, values: unknown[], callback: (error: Error | null, rows: unknown[]) => void): void;
+}
+
+type Rows = Record<string, unknown>[];
+
+/** DataSources whose transaction `withTransaction` is running `work` in (this async context). */
+const scope = new AsyncLocalStorage<DataSource>();
+
+/** Runs `work` marked as inside `withTransaction` on `dataSource`. @internal */
+export function inTransactionScope<T>(dataSource: DataSource, work: () => Promise<T>): Promise<T> {
+  return scope.run(dataSource, work);
+}
+
+/**
+ * Throws {@link SessionRequiredError} for a library call without `session` inside
+ * `withTransaction` on the same DataSource: its transaction could only start after the
+ * surrounding one ends, which waits for this call.
+ */
+export function refuseInsideTransactionScope(dataSource: DataSource): void {
+  if (scope.getStore() === dataSource) throw new SessionRequiredError();
+}
+
+/** The driver's connection: a public property of TypeORM's SQLite drivers, absent from `Driver`. */
+function connectionOf(dataSource: DataSource): unknown {
+  return (dataSource.driver as unknown as { databaseConnection?: unknown }).databaseConnection;
+}
+
+function betterSqlite(dataSource: DataSource): BetterSqliteDatabase | undefined {
+  const db = connectionOf(dataSource) as Partial<BetterSqliteDatabase> | undefined;
+  return db && typeof db.prepare === 'function' && typeof db.inTransaction === 'boolean' ? (db as BetterSqliteDatabase) : undefined;
+}
+
+/** The one QueryRunner of a TypeORM SQLite DataSource (its drivers hand out the same one). */
+function sharedRunner(dataSource: DataSource): QueryRunner {
+  return dataSource.createQueryRunner();
+}
+
+/** Whether a transaction is open (or being opened through TypeORM) on the shared connection. */
+export function transactionOpen(dataSource: DataSource): boolean {
+  // TypeORM sets isTransactionActive before it sends BEGIN and clears it after COMMIT completes.
+  if (sharedRunner(dataSource).isTransactionActive) return true;
+  return betterSqlite(dataSource)?.inTransaction === true;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Calls `start` in the same turn of the event loop in which no transaction was open, waiting
+ * (polling with a short backoff) up to `waitMs`; then throws {@link SqliteTransactionOpenError}.
+ */
+export async function whenNoTransaction<T>(dataSource: DataSource, waitMs: number, start: () => T): Promise<T> {
+  const since = Date.now();
+  for (let attempt = 0; transactionOpen(dataSource); attempt++) {
+    if (Date.now() - since >= waitMs) throw new SqliteTransactionOpenError(waitMs);
+    await sleep(Math.min(25, 1 + attempt * 2));
+  }
+  return start();
+}
+
+function isBusy(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return /^SQLITE_(BUSY|LOCKED)/.test(String(code)) || /database is locked|SQLITE_BUSY/i.test(String(message));
+}
+
+/** Jittered wait before retry `attempt` of a busy database: 5 ms doubling to 250 ms. */
+function busyBackoff(attempt: number): number {
+  return Math.min(250, 5 * 2 ** attempt) * (0.5 + Math.random());
+}
+
+export interface ProgramOptions {
+  /** Run the statements in one BEGIN IMMEDIATE … COMMIT (false: reads that change nothing). */
+  readonly transaction: boolean;
+  /** See {@link DEFAULT_SQLITE_WAIT_MS}. */
+  readonly waitMs?: number;
+}
+
+/**
+ * Runs `statements` on the DataSource's shared connection as one uninterruptible step, in a
+ * transaction of their own (`transaction: true`), once no other transaction is open; returns
+ * each statement's rows (empty for writes). Another connection (another DataSource or process)
+ * holding the write lock is waited for asynchronously, up to the same limit.
+ */
+export async function runProgram(
+  dataSource: DataSource,
+  statements: readonly SqlFragment[],
+  options: ProgramOptions,
+): Promise<Rows[]> {
+  refuseInsideTransactionScope(dataSource);
+  const waitMs = options.waitMs ?? DEFAULT_SQLITE_WAIT_MS;
+  const rendered = statements.map((s) => render(s, 'question'));
+  const db = betterSqlite(dataSource);
+  const since = Date.now();
+  // Through the DataSource's logger, as TypeORM logs its own queries (the connection settings
+  // this module changes around a program are not logged: they are not statements of the call).
+  const log: Log = {
+    sent: (text, values) => dataSource.logger.logQuery(text, [...values]),
+    error: (error, text, values) => dataSource.logger.logQueryError(error instanceof Error ? error : String(error), text, [...values]),
+  };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (db) return await whenNoTransaction(dataSource, waitMs, () => runSynchronously(db, rendered, options.transaction, log));
+      const sqlite3 = connectionOf(dataSource) as Sqlite3Database;
+      const busyTimeout = await readBusyTimeout(sqlite3);
+      return await (await whenNoTransaction(dataSource, waitMs, () => queueSerialized(sqlite3, rendered, options.transaction, busyTimeout, log)));
+    } catch (error) {
+      // Another connection holds the write lock: it ends by itself, so wait (without blocking).
+      if (!isBusy(error) || Date.now() - since >= waitMs) throw error;
+      await sleep(busyBackoff(attempt));
+    }
+  }
+}
+
+interface Log {
+  sent(text: string, values: readonly unknown[]): void;
+  error(error: unknown, text: string, values: readonly unknown[]): void;
+}
+
+function runSynchronously(
+  db: BetterSqliteDatabase,
+  rendered: readonly { text: string; values: readonly unknown[] }[],
+  transaction: boolean,
+  log: Log,
+): Rows[] {
+  const run = (text: string, values: readonly unknown[] = []): Rows => {
+    log.sent(text, values);
+    try {
+      return execute(prepared(db, text), values);
+    } catch (error) {
+      log.error(error, text, values);
+      throw error;
+    }
+  };
+  // A synchronous wait for another connection's lock would block the whole event loop, and with
+  // it the holder if it lives in this process: fail at once instead, and retry asynchronously.
+  const busyRow = execute(prepared(db, 'PRAGMA busy_timeout'), [])[0];
+  const busyTimeout = Number(busyRow ? Object.values(busyRow)[0] : 0);
+  execute(prepared(db, 'PRAGMA busy_timeout = 0'), []);
+  try {
+    if (transaction) run('BEGIN IMMEDIATE');
+    try {
+      const results = rendered.map(({ text, values }) => run(text, values));
+      if (transaction) run('COMMIT');
+      return results;
+    } catch (error) {
+      if (transaction && db.inTransaction) run('ROLLBACK');
+      throw error;
+    }
+  } finally {
+    execute(prepared(db, `PRAGMA busy_timeout = ${Math.max(0, Math.floor(busyTimeout)) || 0}`), []);
+  }
+}
+
+/** The connection's busy_timeout, read through its queue (what the program restores). */
+function readBusyTimeout(db: Sqlite3Database): Promise<number> {
+  return new Promise((resolve, reject) =>
+    db.all('PRAGMA busy_timeout', [], (error, rows) => {
+      if (error) return reject(error);
+      const value = Number(Object.values((rows[0] ?? {}) as Record<string, unknown>)[0]);
+      resolve(Number.isSafeInteger(value) && value > 0 ? value : 0);
+    }),
+  );
+}
+
+function queueSerialized(
+  db: Sqlite3Database,
+  rendered: readonly { text: string; values: readonly unknown[] }[],
+  transaction: boolean,
+  busyTimeout: number,
+  log: Log,
+): Promise<Rows[]> {
+  const results: Rows[] = rendered.map(() => []);
+  let failure: unknown;
+  return new Promise<Rows[]>((resolve, reject) => {
+    const finish = () => (failure === undefined ? resolve(results) : reject(failure));
+    const step = (text: string, values: readonly unknown[], onRows: (rows: Rows) => void, last: boolean, logged = true) => {
+      if (logged) log.sent(text, values);
+      db.all(text, [...values], (error, rows) => {
+        if (error && logged) log.error(error, text, values);
+        if (error && failure === undefined) failure = error;
+        else if (!error) onRows(rows as Rows);
+        if (last) finish();
+      });
+    };
+    // Everything is queued now, in one turn: statements the application sends later run after
+    // COMMIT — provided the connection runs statements in the order they were sent. In its
+    // default (parallel) mode node-sqlite3 lets a later statement start between two statements
+    // of a serialize() block, so the library switches the connection to serialized mode for
+    // good (`serialize()` without a callback): one connection runs one statement at a time
+    // anyway, so the application loses nothing.
+    //
+    // node-sqlite3 cannot skip queued statements when one fails, so each statement of a program
+    // is correct on its own (conditional writes, idempotent inserts); a failed BEGIN (the
+    // database is busy) is reported and the call retried, and COMMIT then fails harmlessly.
+    db.serialize();
+    //
+    // busy_timeout is 0 meanwhile: a wait for another connection's lock would occupy one of
+    // libuv's few threadpool threads, and enough of them waiting starve the holder's COMMIT of a
+    // thread (every DataSource on the file in this process stalls for busy_timeout). A busy
+    // database is retried asynchronously instead; the application's value is restored last.
+    const ignore = () => undefined;
+    db.serialize(() => {
+      step('PRAGMA busy_timeout = 0', [], ignore, false, false);
+      if (transaction) step('BEGIN IMMEDIATE', [], ignore, false);
+      rendered.forEach(({ text, values }, i) => step(text, values, (rows) => (results[i] = rows), false));
+      if (transaction) {
+        step('COMMIT', [], ignore, false);
+        // A COMMIT that failed (busy: another connection still reads) leaves the transaction
+        // open, and the next program's BEGIN would fail inside it. This ROLLBACK, queued right
+        // behind, ends it before anything else runs on the connection; after a successful
+        // COMMIT it fails harmlessly ("no transaction is active") and is not reported.
+        db.all('ROLLBACK', [], ignore);
+      }
+      step(`PRAGMA busy_timeout = ${Math.floor(busyTimeout)}`, [], ignore, true, false);
+    });
+  });
+}
+
+/**
+ * SQLite, for library work that needs JavaScript between its statements (schema installation,
+ * `withTransaction`): waits until no transaction is open, then opens one on the shared QueryRunner
+ * in that same turn of the event loop, runs `work` on it and commits (rolls back when it throws).
+ * Unlike {@link runProgram} it is not one step: `work` must be the only user of the DataSource
+ * meanwhile, or pass its manager as `session` (see `withTransaction`).
+ */
+export async function ownSqliteTransaction<T>(
+  dataSource: DataSource,
+  work: (runner: QueryRunner) => Promise<T>,
+  waitMs: number = DEFAULT_SQLITE_WAIT_MS,
+): Promise<T> {
+  refuseInsideTransactionScope(dataSource);
+  const runner = sharedRunner(dataSource);
+  // startTransaction marks the runner active before its first await: nobody can open another.
+  await whenNoTransaction(dataSource, waitMs, () => runner.startTransaction());
+  try {
+    const result = await work(runner);
+    await runner.commitTransaction();
+    return result;
+  } catch (error) {
+    // The original error matters more than a failed rollback on a broken connection.
+    if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** SQLite, reads with JavaScript between statements: run once no transaction is open. */
+export async function outsideTransactions<T>(dataSource: DataSource, work: () => Promise<T>, waitMs = DEFAULT_SQLITE_WAIT_MS): Promise<T> {
+  refuseInsideTransactionScope(dataSource);
+  return whenNoTransaction(dataSource, waitMs, work);
+}
