@@ -24,4 +24,19 @@ export class ElectionCandidate {
   /** The candidate is inactive once `expires_at <= now`. */
   @Column({ name: 'expires_at', type: Date })
   expiresAt!: Date;
+
+  /**
+   * What the candidate says about itself (host, pid, address, version…): a JSON object of at
+   * most 4 KiB, stored as JSON text; null when none was given (and on rows written by 0.1.0).
+   */
+  @Column({ name: 'metadata', type: 'text', nullable: true })
+  metadata!: string | null;
+
+  /** A leader hands over to a live eligible candidate of strictly higher priority. Default 0. */
+  @Column({ name: 'priority', type: 'integer', default: 0 })
+  priority!: number;
+
+  /** False: the candidate registers and observes but never acquires the lease. Default true. */
+  @Column({ name: 'eligible', type: 'boolean', default: true })
+  eligible!: boolean;
 }

@@ -22,7 +22,7 @@ export class GemstoneElectionTables1763683200000 implements MigrationInterface {
   async up(queryRunner: QueryRunner): Promise<void> {
     const context = contextOf(queryRunner.connection);
     const flavor = context.dialect.name === 'mysql' ? await mysqlFlavor(queryRunner) : undefined;
-    await run(queryRunner, schemaStatements(context.dialect.name, context.table, flavor));
+    await run(queryRunner, schemaStatements(context.dialect.name, context, flavor));
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

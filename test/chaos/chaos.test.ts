@@ -1,7 +1,8 @@
 /**
- * A short chaos run per database (tools/chaos): five workers with a 2 s lease do fenced writes
- * while faults are injected; the checker must pass. And the same harness with fencing sabotaged
- * must fail — so a pass means something.
+ * A short chaos run per database (tools/chaos): five workers with a 2 s lease and different
+ * priorities (one of them ineligible) do fenced writes while faults are injected, two watchers
+ * follow the leadership; the checker (ledger, history table, watchers, priorities) must pass. And
+ * the same harness with fencing sabotaged must fail — so a pass means something.
  */
 import { execFile } from 'child_process';
 import * as fs from 'fs';
@@ -18,7 +19,20 @@ const DURATION_S = Number(process.env.GEMSTONE_CHAOS_SECONDS || 20);
 interface Summary {
   ok: boolean;
   checks: Array<{ id: string; name: string; ok: boolean; detail: string; violations: string[] }>;
-  stats: { grants: number; writes: number; faults: number; fenced: number; stalls: number };
+  stats: {
+    grants: number;
+    writes: number;
+    faults: number;
+    fenced: number;
+    stalls: number;
+    historyRows?: number;
+    handOvers?: number;
+    expiredTerms?: number;
+    staleRejected?: number;
+    appCommits?: number;
+    appRollbacks?: number;
+    appErrors?: number;
+  };
   outDir: string;
 }
 
@@ -43,6 +57,10 @@ async function chaos(args: string[]): Promise<Summary> {
   }
 }
 
+/** Checks every run must report, besides (a)–(f): history, fenced-off attribution, watchers, settling, no two reported leaders. */
+const HISTORY_CHECKS = ['h', 'i', 'j', 'k', 'l'];
+const checkIds = (summary: Summary) => summary.checks.map((c) => c.id);
+
 const failures = (summary: Summary) =>
   summary.checks.filter((c) => !c.ok).map((c) => `(${c.id}) ${c.name}: ${c.violations.join('; ')} [kept: ${summary.outDir}]`);
 
@@ -50,21 +68,49 @@ describeEachDatabase(
   'chaos',
   (db) => {
     test(
-      `${DURATION_S} s of faults: zero stale writes, ordered terms, no late actions, bounded leaderless time`,
+      `${DURATION_S} s of faults on workers of priorities 0,0,1,2 and an ineligible one: zero stale writes, ordered terms, no late actions, bounded leaderless time, the history and the watchers agree with the ledger, the top priority leads at the end`,
       async () => {
-        const summary = await chaos(['--url', db.url(), '--duration', String(DURATION_S)]);
+        // At least three faults, the first costing the leader its lease; the top-priority worker
+        // joins once a lower one leads. So the assertions below hold for every seed and any
+        // machine speed: the run opens with a hand-over, then a failover. Worker 4 has the
+        // highest priority of all but is ineligible: it must never lead.
+        const summary = await chaos(['--url', db.url(), '--duration', String(DURATION_S), '--min-faults', '3', '--priorities', '0,0,1,2,3', '--ineligible', '4']);
         expect(failures(summary)).toEqual([]);
         expect(summary.ok).toBe(true);
-        // The run was not vacuous: faults hit, leadership changed hands, work was committed.
+        expect(checkIds(summary)).toEqual(expect.arrayContaining(HISTORY_CHECKS));
+        // The run was not vacuous: faults hit, leadership changed hands both ways, work was committed.
         expect(summary.stats.faults).toBeGreaterThanOrEqual(3);
-        expect(summary.stats.grants).toBeGreaterThanOrEqual(2);
+        expect(summary.stats.grants).toBeGreaterThanOrEqual(3);
+        expect(summary.stats.historyRows).toBe(summary.stats.grants);
+        expect(summary.stats.handOvers).toBeGreaterThanOrEqual(1);
+        expect(summary.stats.expiredTerms).toBeGreaterThanOrEqual(1);
         expect(summary.stats.writes).toBeGreaterThan(10);
       },
-      DURATION_S * 1000 + 60_000,
+      DURATION_S * 1000 + 90_000,
     );
   },
   { kinds: ['postgres', 'mariadb', 'sqlite'], sharedOnly: true },
 );
+
+describe('chaos with application transactions on the shared SQLite connection', () => {
+  test(
+    `${DURATION_S} s of faults while each worker's app commits and rolls back transactions on its elector's DataSource: no term elected twice`,
+    async () => {
+      // One DataSource per worker for the elector AND the app: the library's transactions must
+      // never become part of the app's (a rollback would undo a reported election) nor host them.
+      const summary = await chaos(['--db', 'sqlite', '--duration', String(DURATION_S), '--min-faults', '3', '--app-transactions']);
+      expect(failures(summary)).toEqual([]);
+      expect(summary.ok).toBe(true);
+      expect(summary.stats.grants).toBeGreaterThanOrEqual(2);
+      expect(checkIds(summary)).toEqual(expect.arrayContaining(HISTORY_CHECKS));
+      expect(summary.stats.historyRows).toBe(summary.stats.grants);
+      expect(summary.stats.appCommits).toBeGreaterThan(10);
+      expect(summary.stats.appRollbacks).toBeGreaterThan(10);
+      expect(summary.stats.appErrors).toBe(0);
+    },
+    DURATION_S * 1000 + 90_000,
+  );
+});
 
 describe('chaos checker has teeth', () => {
   test(

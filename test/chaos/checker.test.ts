@@ -41,6 +41,7 @@ function clean(): { rows: Row[]; events: Array<Record<string, unknown>> } {
       { t: T0 + 110, ev: 'action-commit', slot: 0, incarnation: 1, term: 1, seq: 1 },
       { t: T0 + 690, ev: 'action-start', slot: 0, incarnation: 1, term: 1, seq: 2, at: T0 + 690 },
       { t: T0 + 710, ev: 'action-commit', slot: 0, incarnation: 1, term: 1, seq: 2 },
+      { t: T0 + 2590, ev: 'demoted', slot: 0, incarnation: 1, term: 1, reason: 'lease-expired-locally' },
       { t: T0 + 3001, ev: 'elected', slot: 1, incarnation: 1, term: 2 },
       { t: T0 + 3090, ev: 'action-start', slot: 1, incarnation: 1, term: 2, seq: 1, at: T0 + 3090 },
       { t: T0 + 3110, ev: 'action-commit', slot: 1, incarnation: 1, term: 2, seq: 1 },
@@ -64,6 +65,92 @@ function run(rows: Row[], events: Array<Record<string, unknown>>, faults: unknow
 }
 
 const failed = (result: CheckResult) => result.checks.filter((c) => !c.ok).map((c) => c.id);
+
+type History = { term: number; leaderId: string; acquiredAt: number; endedAt: number | null; endReason: string | null };
+type Change = { t: number; leaderId: string | null; term: number | null; at: number };
+
+/**
+ * The clean history with what a run also reads: the history table (term 1 expired at its lease's
+ * end, term 2 current), two watchers that saw every state, the slots' priorities (worker 1 is the
+ * top, worker 2 is ineligible and never ran) and the leader at the end of the quiet tail.
+ */
+function full() {
+  const { rows, events } = clean();
+  const history: History[] = [
+    { term: 1, leaderId: A, acquiredAt: T0, endedAt: T0 + 2600, endReason: 'expired' },
+    { term: 2, leaderId: B, acquiredAt: T0 + 3000, endedAt: null, endReason: null },
+  ];
+  const changes = (): Change[] => [
+    { t: T0 - 900, leaderId: null, term: null, at: T0 - 900 },
+    { t: T0 + 5, leaderId: A, term: 1, at: T0 },
+    { t: T0 + 2605, leaderId: null, term: 1, at: T0 + 2600 },
+    { t: T0 + 3005, leaderId: B, term: 2, at: T0 + 3000 },
+  ];
+  return {
+    rows,
+    events,
+    faults: [] as Array<Record<string, unknown>>,
+    history,
+    watches: [
+      { name: 'fast', pollMs: undefined, changes: changes(), errors: 0 },
+      { name: 'slow', pollMs: 6000, changes: changes(), errors: 0 },
+    ],
+    watchFailures: [] as string[],
+    settings: [
+      { slot: 0, priority: 0, eligible: true },
+      { slot: 1, priority: 1, eligible: true },
+      { slot: 2, priority: 5, eligible: false },
+    ],
+    final: { leaderId: B as string | null, term: 2, live: true, current: [A, B] },
+  };
+}
+
+function runFull(input: ReturnType<typeof full>) {
+  return check({
+    ledger: ledger(input.rows),
+    events: input.events,
+    faults: input.faults,
+    ns: 'chaos',
+    leaseMs: LEASE,
+    tickMaxMs: 733,
+    slackMs: 0,
+    clockToleranceMs: 5,
+    runStart: T0 - 1000,
+    stopAt: T0 + 4000,
+    history: input.history,
+    watches: input.watches,
+    watchFailures: input.watchFailures,
+    settings: input.settings,
+    final: input.final,
+    lastFaultEnd: T0 + 2000,
+    settleMs: 1500,
+  });
+}
+
+/** Term 2 handed over to a third worker C (slot 2 made eligible with the top priority), then C stopped: vacated twice. */
+const C = 'cccccccc-0000-4000-8000-000000000000';
+function handOver() {
+  const input = full();
+  input.settings[2] = { slot: 2, priority: 5, eligible: true };
+  input.rows.push(
+    { kind: 'vacate', term: 2, holder: null, at: T0 + 3300 },
+    { kind: 'grant', term: 3, holder: C, at: T0 + 3310, leaseUntil: T0 + 5310 },
+    { kind: 'vacate', term: 3, holder: null, at: T0 + 3900 },
+  );
+  input.events.push(
+    { t: T0 - 400, ev: 'start', slot: 2, incarnation: 1, candidateId: C },
+    { t: T0 + 3290, ev: 'demoted', slot: 1, incarnation: 1, term: 2, reason: 'handed-over' },
+    { t: T0 + 3311, ev: 'elected', slot: 2, incarnation: 1, term: 3 },
+    { t: T0 + 3890, ev: 'demoted', slot: 2, incarnation: 1, term: 3, reason: 'stopped' },
+  );
+  input.history[1] = { ...input.history[1]!, endedAt: T0 + 3300, endReason: 'handed-over' };
+  input.history.push({ term: 3, leaderId: C, acquiredAt: T0 + 3310, endedAt: T0 + 3900, endReason: 'unregistered' });
+  for (const w of input.watches) {
+    w.changes.push({ t: T0 + 3301, leaderId: null, term: 2, at: T0 + 3300 }, { t: T0 + 3311, leaderId: C, term: 3, at: T0 + 3310 }, { t: T0 + 3901, leaderId: null, term: 3, at: T0 + 3900 });
+  }
+  input.final = { leaderId: C, term: 3, live: true, current: [A, B, C] };
+  return input;
+}
 
 describe('chaos checker', () => {
   test('a clean history passes every check', () => {
@@ -131,5 +218,154 @@ describe('chaos checker', () => {
     const unfenced = clean();
     unfenced.events.push({ t: T0 + 689, ev: 'stall', slot: 0, incarnation: 1, where: 'before-fence', seq: 2 });
     expect(failed(run(unfenced.rows, unfenced.events))).toEqual(['f']);
+  });
+
+  test('with its history, watchers and priorities, a clean run passes (h)–(l); so does one with a hand-over and a stop', () => {
+    const clean = runFull(full());
+    expect(failed(clean)).toEqual([]);
+    expect(clean.checks.map((c) => c.id)).toEqual(expect.arrayContaining(['h', 'i', 'j', 'k', 'l']));
+    const handed = runFull(handOver()) as CheckResult & { stats: { handOvers: number; historyRows: number } };
+    expect(failed(handed)).toEqual([]);
+    expect(handed.stats).toMatchObject({ handOvers: 1, historyRows: 3 });
+  });
+
+  test('(h) the history must hold exactly the ledger\'s terms 1..n, with the ledger\'s leaders', () => {
+    const missing = full();
+    missing.history.pop();
+    for (const w of missing.watches) w.changes.pop();
+    expect(failed(runFull(missing))).toEqual(['h']);
+
+    const renumbered = full();
+    renumbered.history[1]!.term = 3;
+    expect(failed(runFull(renumbered))).toContain('h');
+
+    const otherLeader = full();
+    otherLeader.history[1]!.leaderId = A;
+    expect(failed(runFull(otherLeader))).toContain('h');
+
+    const invented = full();
+    invented.history.push({ term: 3, leaderId: A, acquiredAt: T0 + 3900, endedAt: null, endReason: null });
+    invented.history[1] = { ...invented.history[1]!, endedAt: T0 + 3900, endReason: 'unregistered' };
+    expect(failed(runFull(invented))).toContain('h');
+  });
+
+  test('(h) terms never overlap: an end after the next acquisition, or a term left open before the next one, is reported', () => {
+    const overlap = full();
+    overlap.history[0]!.endedAt = T0 + 3001;
+    expect(failed(runFull(overlap))).toContain('h');
+
+    const open = full();
+    open.history[0] = { ...open.history[0]!, endedAt: null, endReason: null };
+    expect(failed(runFull(open))).toContain('h');
+  });
+
+  test('(h) end reasons: a lapsed lease is expired at its own end; a vacate is the hand-over or stop its holder reported; nobody resigns', () => {
+    const notExpired = full();
+    notExpired.history[0]!.endReason = 'handed-over';
+    expect(failed(runFull(notExpired))).toEqual(['h']);
+
+    const lateEnd = full();
+    lateEnd.history[0]!.endedAt = T0 + 2700; // noticed later, but an expired term ends at its lease's end
+    for (const w of lateEnd.watches) w.changes[2]!.at = T0 + 2700;
+    expect(failed(runFull(lateEnd))).toEqual(['h']);
+
+    const vacatedButExpired = handOver();
+    vacatedButExpired.history[1]!.endReason = 'expired';
+    expect(failed(runFull(vacatedButExpired))).toEqual(['h']);
+
+    const stoppedButHandedOver = handOver();
+    stoppedButHandedOver.history[2]!.endReason = 'handed-over';
+    expect(failed(runFull(stoppedButHandedOver))).toEqual(['h']);
+
+    const resigned = handOver();
+    resigned.history[1]!.endReason = 'resigned';
+    expect(failed(runFull(resigned))).toEqual(['h']);
+
+    const nobodyOutranks = handOver();
+    nobodyOutranks.settings[2] = { slot: 2, priority: 1, eligible: true }; // B (priority 1) was already the top
+    expect(failed(runFull(nobodyOutranks))).toEqual(['h']);
+  });
+
+  test('(i) a fenced-off write under a (term, candidate) the history lacks is reported', () => {
+    const attributable = full();
+    attributable.events.push({ t: T0 + 3050, ev: 'action-fenced', slot: 0, incarnation: 1, term: 1, seq: 3, current: 2, leaderId: B });
+    expect(failed(runFull(attributable))).toEqual([]);
+
+    const foreign = full();
+    foreign.events.push({ t: T0 + 3050, ev: 'action-fenced', slot: 0, incarnation: 1, term: 2, seq: 3, current: 2, leaderId: B });
+    expect(failed(runFull(foreign))).toEqual(['i']);
+  });
+
+  test('(j) a watcher that missed a term or a vacancy, repeated a state, went back, or dated a state wrongly is reported', () => {
+    const cases: Array<(changes: Change[]) => void> = [
+      (c) => c.splice(1, 1), // never saw term 1
+      (c) => c.splice(2, 1), // never saw the vacancy after term 1
+      (c) => c.splice(2, 0, { ...c[1]! }), // term 1 twice
+      (c) => c.push({ t: T0 + 3900, leaderId: null, term: 1, at: T0 + 2600 }), // back to an older state
+      (c) => (c[3]!.at = T0 + 2990), // term 2 dated 10 ms off the history
+      (c) => c.push({ t: T0 + 3900, leaderId: A, term: 3, at: T0 + 3900 }), // a term the history lacks
+    ];
+    for (const spoil of cases) {
+      const input = full();
+      spoil(input.watches[1]!.changes);
+      expect(failed(runFull(input))).toEqual(['j']);
+    }
+    const broken = full();
+    broken.watchFailures.push('slow ended with NotInitializedError');
+    expect(failed(runFull(broken))).toEqual(['j']);
+  });
+
+  test('(j) a watcher may end a term early only where its lease lapsed and its holder renewed it under the same term', () => {
+    // Term 2's lease lapses at T0 + 3000 while B's renewal waits with the row locked; the renewal
+    // then commits under term 2 and the term ends with the hand-over at T0 + 3300.
+    const lapse = () => {
+      const input = handOver();
+      input.watches[1]!.changes.find((c) => c.term === 2 && c.leaderId === null)!.at = T0 + 3000;
+      return input;
+    };
+    // Without the holder's own account of it, an early end is a watcher's error.
+    expect(failed(runFull(lapse()))).toEqual(['j']);
+    const renewed = lapse();
+    renewed.events.push(
+      { t: T0 + 2999, ev: 'demoted', slot: 1, incarnation: 1, term: 2, reason: 'lease-expired-locally' },
+      { t: T0 + 3100, ev: 'elected', slot: 1, incarnation: 1, term: 2 },
+    );
+    renewed.events.sort((a, b) => Number(a.t) - Number(b.t));
+    expect(failed(runFull(renewed))).toEqual([]);
+  });
+
+  test('(k) an ineligible worker must never lead, and the quiet tail must end with a live top-priority leader', () => {
+    const ineligibleLed = full();
+    ineligibleLed.settings[1] = { slot: 1, priority: 1, eligible: false };
+    ineligibleLed.settings[0] = { slot: 0, priority: 2, eligible: true };
+    ineligibleLed.final.leaderId = A;
+    ineligibleLed.final.current = [A, B];
+    const result = runFull(ineligibleLed);
+    expect(failed(result)).toEqual(['k']);
+    expect(result.checks.find((c) => c.id === 'k')!.violations.join('\n')).toMatch(/ineligible worker 1 .* was granted term 2/);
+
+    const lowLeader = full();
+    lowLeader.final.leaderId = A; // worker 0, priority 0, while worker 1 has priority 1
+    expect(failed(runFull(lowLeader))).toEqual(['k']);
+
+    const vacant = full();
+    vacant.final.live = false;
+    expect(failed(runFull(vacant))).toEqual(['k']);
+
+    const gone = full();
+    gone.final.current = [A]; // B's process was replaced: a leftover candidate leads
+    expect(failed(runFull(gone))).toEqual(['k']);
+  });
+
+  test('(l) a worker reporting leadership while another one leads is reported; a late demotion report is bounded by its lease', () => {
+    const early = full();
+    // B reports being elected 1 s before its grant, while A's lease ran.
+    Object.assign(early.events.find((e) => e['ev'] === 'elected' && e['slot'] === 1)!, { t: T0 + 2000 });
+    expect(failed(runFull(early))).toEqual(['l']);
+
+    const lateReport = full();
+    // A's process was frozen: it reports its demotion 1 s after its lease ended (and B took over).
+    Object.assign(lateReport.events.find((e) => e['ev'] === 'demoted')!, { t: T0 + 3600 });
+    expect(failed(runFull(lateReport))).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Contract §3 rule 6: `now` is the database server's clock at the statement — never an
+ * `now` is the database server's clock at the statement — never an
  * application host's clock (or time zone), never a transaction's start time.
  */
 import type { DataSource, DataSourceOptions } from 'typeorm';

@@ -1,5 +1,5 @@
 /**
- * Contract §3 rule 9 and §4: `assertLeader` fences leader-only writes. It runs only inside a
+ * `assertLeader` fences leader-only writes. It runs only inside a
  * transaction, holds off a change of leadership until that transaction ends, and throws
  * NotLeaderError (with ns, candidateId, leaderId, term) unless the caller holds the lease.
  */
@@ -82,6 +82,43 @@ describeEachDatabase('fencing with assertLeader', (db) => {
     expect(await snapshot(ds)).toBe(before);
   });
 
+  test('a passed check changes only updated_at, forward (MySQL/MariaDB, the write that fences across Galera nodes) or nothing; a failed one changes nothing', async () => {
+    const ns = freshNs();
+    const [a, b] = [uuid(), uuid()];
+    await svc.elect(a, { ns });
+    const row = async () =>
+      (
+        await query(
+          ds,
+          // As text: drivers turn datetime(6) into a millisecond Date.
+          `SELECT leader_id, term, CAST(lease_expires_at AS ${db.kind === 'mariadb' ? 'CHAR(26)' : 'text'}) AS lease_expires_at,
+             CAST(updated_at AS ${db.kind === 'mariadb' ? 'CHAR(26)' : 'text'}) AS updated_at FROM gemstone_election_leader WHERE ns = ?`,
+          [ns],
+        )
+      )[0] as Record<string, unknown>;
+    const stamps: number[] = [];
+    const before = await row();
+    for (let i = 0; i < 3; i++) {
+      // Back to back: even within one microsecond of the clock the row must really change.
+      const info = await inTransaction((session) => svc.assertLeader(a, { ns, session, term: 1 }));
+      stamps.push(info.updatedAt.getTime());
+    }
+    const after = await row();
+    expect({ ...after, updated_at: undefined }).toEqual({ ...before, updated_at: undefined });
+    if (db.kind === 'mariadb') {
+      expect(String(after.updated_at) > String(before.updated_at)).toBe(true);
+      // Each call reports the row as it read it: the previous call's write is visible.
+      expect(stamps[1]).toBeGreaterThanOrEqual(stamps[0]);
+      expect(stamps[2]).toBeGreaterThanOrEqual(stamps[1]);
+    } else {
+      expect(after.updated_at).toEqual(before.updated_at);
+    }
+    const unchanged = await snapshot(ds);
+    await expect(inTransaction((session) => svc.assertLeader(b, { ns, session }))).rejects.toBeInstanceOf(NotLeaderError);
+    await expect(inTransaction((session) => svc.assertLeader(a, { ns, session, term: 7 }))).rejects.toBeInstanceOf(NotLeaderError);
+    expect(await snapshot(ds)).toBe(unchanged);
+  });
+
   if (db.shared) {
     test('an open fenced transaction holds off a takeover until it ends; its writes commit under the old term', async () => {
       const ns = freshNs();
@@ -94,7 +131,7 @@ describeEachDatabase('fencing with assertLeader', (db) => {
 
       let committedAt = 0;
       let takeoverAt = 0;
-      let takeover: Promise<string> | undefined;
+      let takeover: Promise<string | null> | undefined;
       await inTransaction(async (session) => {
         const lease = await short.assertLeader(a, { ns, session, term: 1 });
         // Let the lease expire while the fenced transaction is still open, then challenge.

@@ -1,5 +1,5 @@
 /**
- * Contract §3, protocol rules 1–5 and the schema of §2, on every database.
+ * The protocol rules and the schema (docs/protocol.md, docs/databases.md), on every database.
  */
 import type { DataSource } from 'typeorm';
 import { ElectionService } from 'gemstone-utils';

@@ -1,5 +1,5 @@
 /**
- * Contract §3 "Sessions": with a session inside an active transaction the call joins it and never
+ * With a session inside an active transaction the call joins it and never
  * commits, rolls back or releases it; a session without a transaction lends its connection; no
  * session means the call's own transaction.
  */

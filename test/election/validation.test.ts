@@ -1,5 +1,5 @@
 /**
- * Contract §4: bad input gets a ValidationError naming the parameter, and changes nothing.
+ * Bad input gets a ValidationError naming the parameter, and changes nothing.
  * Also the module-level API before and after initDb.
  */
 import type { DataSource } from 'typeorm';

@@ -16,6 +16,18 @@
  * (f) fencing at work: a leader stalled (event loop blocked) just before `assertLeader` for
  *     longer than its lease is fenced off (NotLeaderError); one stalled just after it still holds
  *     the fence, so nobody takes over and its write commits.
+ * (h) the history table is exactly the ledger's terms: terms 1..n, each naming the ledger's
+ *     holder, never overlapping (database clock), each closed with the reason the ledger and the
+ *     workers' reports explain (vacated in time → resigned/unregistered/handed-over as the holder
+ *     reported; lapsed → expired, ended at the lease's own end);
+ * (i) every write fenced off by `assertLeader` was attempted under a (term, candidate) the history has;
+ * (j) the `watch()` observers saw every term and every vacancy, in term order, never a state twice,
+ *     dated as the history dates them;
+ * (k) priorities: an ineligible worker never leads (no grant, no history row, no election), and
+ *     at the end of the quiet tail the leader is a live eligible worker of the highest priority;
+ * (l) no two workers report leading at once: each 'elected' report up to its 'demoted' report or
+ *     the end of the last lease the ledger gave it, whichever is first (a frozen process reports
+ *     late, but its local deadline ended its leadership by then).
  */
 
 /**
@@ -25,11 +37,21 @@
  * @typedef {{ term: number, holder: string, start: number, end: number, endedBy: 'expiry' | 'vacate' | 'next' | 'run-end' }} Leadership
  * @typedef {{ start: number, end: number, allowed: number, explainedBy: string[] }} Gap
  * @typedef {{ id: string, name: string, ok: boolean, detail: string, violations: string[] }} Check
+ * @typedef {{ term: number, leaderId: string, acquiredAt: number, endedAt: number | null, endReason: string | null }} HistoryRow
+ * @typedef {{ t: number, leaderId: string | null, term: number | null, at: number }} WatchChange
+ * @typedef {{ name: string, pollMs: number | undefined, changes: WatchChange[], errors: number }} WatchRecord
+ * @typedef {{ slot: number, priority: number, eligible: boolean }} SlotSetting
+ * @typedef {{ leaderId: string | null, term: number, live: boolean, current: string[] }} FinalLeader
  */
 
+/** Database timestamps read back through different paths (trigger arithmetic, the library's Dates) agree to this many ms. */
+const INSTANT_TOLERANCE_MS = 2;
+
 /**
+ * The history, watch, priority and fenced-off inputs are optional: checks (h)–(l) run on what is given.
  * @param {{ ledger: LedgerRow[], events: WorkerEvent[], faults: Fault[], ns: string, leaseMs: number, tickMaxMs: number,
- *   slackMs: number, clockToleranceMs: number, runStart: number, stopAt: number }} input
+ *   slackMs: number, clockToleranceMs: number, runStart: number, stopAt: number, history?: HistoryRow[], watches?: WatchRecord[],
+ *   watchFailures?: string[], settings?: SlotSetting[], final?: FinalLeader, lastFaultEnd?: number, settleMs?: number }} input
  */
 function check(input) {
   const { events, faults, leaseMs, tickMaxMs, slackMs, clockToleranceMs, stopAt } = input;
@@ -115,7 +137,7 @@ function check(input) {
       if (e.ev !== 'elected') continue;
       // The same term again is a renewal the database saw as continuous (the lease never
       // lapsed there) after this elector had already demoted itself locally (a slow round trip):
-      // contract §2 keeps the term on renewal. Going back to an older term is never right.
+      // renewal keeps the term (docs/protocol.md). Going back to an older term is never right.
       if (e.term < previous) termOrder.push(`worker ${key}: elected for term ${e.term} after term ${previous}`);
       if (e.term === previous) sameTermAgain++;
       previous = e.term;
@@ -211,6 +233,8 @@ function check(input) {
   if (committed > writes.length) crashes.push(`workers logged ${committed} commits, the ledger holds ${writes.length} writes`);
   add('e', 'no crash or unhandled rejection; work was done', crashes, `${committed} commits logged, ${writes.length} ledger writes`);
 
+  const extra = checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarnation, add });
+
   const count = (/** @type {string} */ ev) => events.filter((e) => e.ev === ev).length;
   /** @type {Record<string, number>} */
   const faultCounts = {};
@@ -239,8 +263,218 @@ function check(input) {
       maxGapMs: Math.round(maxGap),
       /** Longest leaderless time with no fault nearby: how fast a follower notices an expired lease. */
       maxQuietGapMs: Math.round(maxQuietGap),
+      ...extra,
     },
   };
+}
+
+/**
+ * Checks (h)–(l).
+ * @param {Parameters<typeof check>[0]} input
+ * @param {{ ledger: LedgerRow[], grants: LedgerRow[], candidateOf: Map<string, string>, byIncarnation: Map<string, WorkerEvent[]>,
+ *   add: (id: string, name: string, violations: string[], detail: string) => void }} context
+ */
+function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarnation, add }) {
+  const { events, faults, leaseMs, clockToleranceMs } = input;
+  const settings = input.settings ?? [];
+  /** @type {Map<string, { slot: number, incarnation: number, key: string }>} */
+  const workerOf = new Map();
+  for (const [key, id] of candidateOf) {
+    const [slot, incarnation] = key.split('/').map(Number);
+    workerOf.set(id, { slot, incarnation, key });
+  }
+  const settingOf = (/** @type {string | null} */ id) => {
+    const w = id === null ? undefined : workerOf.get(id);
+    return w ? settings.find((s) => s.slot === w.slot) ?? { slot: w.slot, priority: 0, eligible: true } : undefined;
+  };
+  const topPriority = Math.max(...(settings.length ? settings : [{ priority: 0, eligible: true }]).filter((s) => s.eligible).map((s) => s.priority));
+  /** @type {Record<string, number>} */
+  const stats = {};
+
+  // (h) the history against the ledger.
+  if (input.history) {
+    const history = [...input.history].sort((x, y) => x.term - y.term);
+    /** @type {string[]} */ const v = [];
+    history.forEach((h, i) => {
+      if (h.term !== i + 1) v.push(`history row ${i + 1} is term ${h.term} (terms must be 1..n)`);
+    });
+    for (let i = 1; i < history.length; i++) {
+      const [prev, next] = [history[i - 1], history[i]];
+      if (prev.endedAt === null) v.push(`term ${prev.term} is still open while term ${next.term} exists`);
+      else if (prev.endedAt > next.acquiredAt) v.push(`term ${prev.term} ended ${prev.endedAt - next.acquiredAt} ms after term ${next.term} was acquired`);
+    }
+    for (const h of history) {
+      if (h.endedAt !== null && h.endedAt < h.acquiredAt) v.push(`term ${h.term} ended before it was acquired`);
+      if ((h.endedAt === null) !== (h.endReason === null)) v.push(`term ${h.term}: ended_at ${h.endedAt} with end_reason ${h.endReason}`);
+      if (h.endReason !== null && !['resigned', 'unregistered', 'expired', 'handed-over'].includes(h.endReason)) v.push(`term ${h.term}: end_reason ${h.endReason}`);
+    }
+    const byTerm = new Map(history.map((h) => [h.term, h]));
+    for (const g of grants) {
+      const h = byTerm.get(g.term);
+      if (!h) v.push(`term ${g.term} was granted to ${g.holder} (ledger #${g.id}) but has no history row`);
+      else if (h.leaderId !== g.holder) v.push(`term ${g.term}: the ledger granted it to ${g.holder}, the history names ${h.leaderId}`);
+    }
+    for (const h of history) if (!grants.some((g) => g.term === h.term)) v.push(`history term ${h.term} (${h.leaderId}) was never granted in the ledger`);
+
+    // How each term ended, by the ledger: vacated while its lease was live, or lapsed.
+    let handOvers = 0;
+    let expired = 0;
+    for (const g of grants) {
+      const h = byTerm.get(g.term);
+      if (!h || h.endedAt === null) continue;
+      const rows = ledger.filter((r) => r.term === g.term && (r.kind === 'renew' || r.kind === 'vacate' || r.kind === 'grant'));
+      let leaseUntil = Number(g.leaseUntil);
+      /** @type {LedgerRow | undefined} */ let vacate;
+      for (const r of rows) {
+        if (r.kind === 'vacate') {
+          vacate = r;
+          break;
+        }
+        if (r.kind === 'renew' && r.holder === g.holder) leaseUntil = Number(r.leaseUntil);
+      }
+      const vacatedInTime = vacate !== undefined && vacate.at <= leaseUntil + clockToleranceMs;
+      const holder = workerOf.get(String(g.holder));
+      const reports = holder ? (byIncarnation.get(holder.key) ?? []).filter((e) => e.ev === 'demoted' && e.term === g.term).map((e) => e.reason) : [];
+      if (h.endReason === 'handed-over') handOvers++;
+      if (h.endReason === 'expired') expired++;
+      if (!vacatedInTime) {
+        if (h.endReason !== 'expired') v.push(`term ${g.term}: its lease lapsed at ${Math.round(leaseUntil)} without a vacate, the history says ${h.endReason}`);
+        else if (Math.abs(h.endedAt - leaseUntil) > INSTANT_TOLERANCE_MS) v.push(`term ${g.term} expired: ended_at is ${Math.round(h.endedAt - leaseUntil)} ms off its lease's end`);
+        continue;
+      }
+      const vacatedAt = /** @type {LedgerRow} */ (vacate).at;
+      if (h.endReason === 'expired') v.push(`term ${g.term} was vacated ${Math.round(leaseUntil - vacatedAt)} ms before its lease ended, the history says expired`);
+      else if (h.endedAt > vacatedAt + clockToleranceMs || h.endedAt < h.acquiredAt) v.push(`term ${g.term}: ended_at ${h.endedAt} is not the vacate at ${Math.round(vacatedAt)}`);
+      // The harness never calls resign: a vacate is a hand-over or a stop's unregister.
+      // What the holder reported names the reason: a hand-over, or stop() (which unregisters).
+      const expected = reports.flatMap((r) => (r === 'handed-over' ? ['handed-over'] : r === 'stopped' ? ['unregistered'] : []));
+      if (h.endReason === 'resigned') v.push(`term ${g.term}: ended as resigned, but no worker resigns`);
+      else if (expected.length && !expected.includes(/** @type {string} */ (h.endReason))) v.push(`term ${g.term}: its holder reported ${reports.join(', ')}, the history says ${h.endReason}`);
+      if (h.endReason === 'handed-over') {
+        const s = settingOf(String(g.holder));
+        if (s && s.eligible && s.priority >= topPriority) v.push(`term ${g.term} was handed over by ${g.holder} (priority ${s.priority}), which no eligible worker outranks`);
+      }
+    }
+    Object.assign(stats, { historyRows: history.length, handOvers, expiredTerms: expired });
+    add('h', 'the history is the ledger\'s terms: 1..n, same leaders, no overlap, end reasons as observed', v, `${history.length} history rows: ${handOvers} handed-over, ${expired} expired, ${history.filter((h) => h.endReason === 'unregistered').length} unregistered`);
+
+    // (i) fenced-off attempts are attributable.
+    /** @type {string[]} */ const unattributable = [];
+    const fenced = events.filter((e) => e.ev === 'action-fenced');
+    for (const e of fenced) {
+      const id = candidateOf.get(`${e.slot}/${e.incarnation}`);
+      const h = byTerm.get(e.term);
+      if (!h || h.leaderId !== id) unattributable.push(`worker ${e.slot}/${e.incarnation} (${id}) was fenced off under term ${e.term}, which the history gives to ${h ? h.leaderId : 'nobody'}`);
+    }
+    add('i', 'every fenced-off write was attempted under a (term, candidate) of the history', unattributable, `${fenced.length} stale writes rejected by assertLeader`);
+    stats.staleRejected = fenced.length;
+
+    // (j) the observers.
+    // A lease may lapse while its holder's renewal waits with the row locked (a tick slowed past
+    // the lease end): readers see the lease expired, so watchers report the vacancy at the lease's
+    // end; then the renewal commits under the same term, nobody else having been able to take the
+    // lease. The holder shows it: demoted by its local deadline, then elected again under that
+    // term. Only then may a watcher's end of a term precede the history's.
+    const lapsedAndRenewed = (/** @type {HistoryRow} */ h, /** @type {number} */ at) =>
+      events.some(
+        (d) =>
+          d.ev === 'demoted' && d.term === h.term && d.reason === 'lease-expired-locally' && candidateOf.get(`${d.slot}/${d.incarnation}`) === h.leaderId &&
+          h.endedAt !== null && at < h.endedAt && Math.abs(d.t - at) <= leaseMs &&
+          events.some((e) => e.ev === 'elected' && e.term === h.term && e.slot === d.slot && e.incarnation === d.incarnation && e.t > d.t),
+      );
+    if (input.watches) {
+      /** @type {string[]} */ const w = [...(input.watchFailures ?? [])];
+      const key = (/** @type {WatchChange} */ c) => (c.term === null ? -1 : 2 * c.term + (c.leaderId === null ? 1 : 0));
+      const show = (/** @type {WatchChange} */ c) => `(${c.leaderId ?? 'vacant'}, ${c.term ?? '-'})`;
+      for (const watcher of input.watches) {
+        const changes = watcher.changes;
+        for (let i = 1; i < changes.length; i++) {
+          if (key(changes[i]) <= key(changes[i - 1])) w.push(`${watcher.name}: ${show(changes[i])} after ${show(changes[i - 1])}`);
+        }
+        for (const h of history) {
+          const lead = changes.find((c) => c.term === h.term && c.leaderId !== null);
+          if (!lead) w.push(`${watcher.name} never saw term ${h.term} (${h.leaderId})`);
+          else if (lead.leaderId !== h.leaderId) w.push(`${watcher.name} saw term ${h.term} held by ${lead.leaderId}, the history says ${h.leaderId}`);
+          else if (Math.abs(lead.at - h.acquiredAt) > INSTANT_TOLERANCE_MS) w.push(`${watcher.name} dates term ${h.term} at ${lead.at}, the history at ${h.acquiredAt}`);
+          const vacancy = changes.find((c) => c.term === h.term && c.leaderId === null);
+          if (h.endedAt === null) continue;
+          if (!vacancy) w.push(`${watcher.name} never saw the vacancy after term ${h.term}`);
+          else if (Math.abs(vacancy.at - h.endedAt) > INSTANT_TOLERANCE_MS && !lapsedAndRenewed(h, vacancy.at)) {
+            w.push(`${watcher.name} dates the end of term ${h.term} at ${vacancy.at}, the history at ${h.endedAt}`);
+          }
+        }
+        for (const c of changes) if (c.term !== null && !byTerm.has(c.term)) w.push(`${watcher.name} saw term ${c.term}, which the history lacks`);
+      }
+      const states = input.watches.map((x) => `${x.name}: ${x.changes.length} states, ${x.errors} read errors retried`);
+      add('j', 'watch() saw every term and vacancy in order, never twice, dated as the history', w, states.join('; '));
+    }
+  }
+
+  // (k) priorities and eligibility.
+  if (input.settings) {
+    /** @type {string[]} */ const p = [];
+    for (const g of grants) {
+      const s = settingOf(String(g.holder));
+      if (s && !s.eligible) p.push(`ineligible worker ${s.slot} (${g.holder}) was granted term ${g.term}`);
+    }
+    for (const h of input.history ?? []) {
+      const s = settingOf(h.leaderId);
+      if (s && !s.eligible) p.push(`the history has ineligible worker ${s.slot} (${h.leaderId}) leading term ${h.term}`);
+    }
+    for (const e of events) {
+      const s = settings.find((x) => x.slot === e.slot);
+      if (e.ev === 'elected' && s && !s.eligible) p.push(`ineligible worker ${e.slot}/${e.incarnation} reports being elected for term ${e.term}`);
+    }
+    const final = input.final;
+    let detail = 'no final reading (interrupted run)';
+    if (final) {
+      const s = settingOf(final.leaderId);
+      const where = `at the end of the quiet tail (${input.settleMs ?? '?'} ms after the last fault)`;
+      if (!final.live || final.leaderId === null) p.push(`nobody held a live lease ${where}`);
+      else if (!s || !final.current.includes(final.leaderId)) p.push(`the leader ${final.leaderId} ${where} is no running worker`);
+      else if (!s.eligible || s.priority !== topPriority) p.push(`the leader ${where} is worker ${s.slot} (priority ${s.priority}${s.eligible ? '' : ', ineligible'}), not one of the highest eligible priority ${topPriority}`);
+      const lastGrant = grants.filter((g) => g.term === final.term)[0];
+      // Negative: the final term began before the last fault ended (that fault did not touch it).
+      if (lastGrant && input.lastFaultEnd !== undefined) stats.settledAfterMs = Math.round(lastGrant.at - input.lastFaultEnd);
+      const settled = stats.settledAfterMs === undefined ? '' : stats.settledAfterMs >= 0 ? `; its term began ${stats.settledAfterMs} ms after the last fault ended` : '; it held the lease through the last fault';
+      detail = `final leader: worker ${s?.slot ?? '?'} (term ${final.term}, priority ${s?.priority ?? '?'}), highest eligible priority ${topPriority}${settled}`;
+    }
+    add('k', 'ineligible workers never lead; after the faults, a top-priority eligible worker leads', p, detail);
+  }
+
+  // (l) the workers' own reports: no two leaderships at once.
+  /** @type {{ key: string, slot: number, term: number, start: number, end: number }[]} */
+  const spans = [];
+  for (const [key, list] of byIncarnation) {
+    const slot = list[0].slot;
+    const id = candidateOf.get(key);
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i];
+      if (e.ev !== 'elected') continue;
+      // No report of its end: it led until its next report, or until the run stopped.
+      const next = list.slice(i + 1).find((x) => x.ev === 'demoted' || x.ev === 'elected');
+      let end = next ? next.t : input.stopAt;
+      // A process that cannot run (paused, stalled, killed, blocked in a synchronous driver call)
+      // cannot report, but its leadership ended by its local deadline, which is never later than
+      // the database lease of its last renewal.
+      const leases = ledger.filter((r) => (r.kind === 'grant' || r.kind === 'renew') && r.term === e.term && r.holder === id && r.at <= end + clockToleranceMs);
+      if (leases.length) end = Math.min(end, Math.max(...leases.map((r) => Number(r.leaseUntil))));
+      spans.push({ key, slot, term: e.term, start: e.t, end });
+    }
+  }
+  spans.sort((x, y) => x.start - y.start);
+  /** @type {string[]} */ const twoLeaders = [];
+  for (let i = 0; i < spans.length; i++) {
+    for (let j = i + 1; j < spans.length && spans[j].start < spans[i].end; j++) {
+      if (spans[j].key === spans[i].key) continue;
+      const overlap = Math.min(spans[i].end, spans[j].end) - spans[j].start;
+      if (overlap > clockToleranceMs) {
+        twoLeaders.push(`workers ${spans[i].key} (term ${spans[i].term}) and ${spans[j].key} (term ${spans[j].term}) both reported leading for ${Math.round(overlap)} ms`);
+      }
+    }
+  }
+  add('l', 'no two workers report leading at once', twoLeaders, `${spans.length} reported leaderships, each ending at its 'demoted' report or its last lease, whichever is first`);
+  return stats;
 }
 
 module.exports = { check };

@@ -179,6 +179,8 @@ BEGIN
 END`,
   ],
   sqlite: [
+    // The application's own table, for workers that also run app transactions (--app-transactions).
+    `CREATE TABLE chaos_app (id INTEGER PRIMARY KEY AUTOINCREMENT, worker INTEGER NOT NULL, note TEXT NOT NULL)`,
     `CREATE TABLE chaos_ledger (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   kind TEXT NOT NULL,

@@ -22,6 +22,36 @@ function faultsFor(kind, { dbRestart, only }) {
   return types;
 }
 
+/**
+ * The fault that opens every run: one that certainly costs the leader its lease (a SIGKILL, else a
+ * pause longer than the lease), so no seed can yield a run where leadership never changes hands.
+ * Undefined when the allowed faults include neither.
+ * @param {string[]} types
+ */
+function leaderCostingFault(types) {
+  return ['kill', 'pause'].find((t) => types.includes(t));
+}
+
+/**
+ * Draws fault types from a shuffled bag, refilled when empty: every allowed type runs once before
+ * any runs twice, so a short run still covers the types it was given.
+ * @param {string[]} types @param {() => number} random
+ */
+function faultBag(types, random) {
+  /** @type {string[]} */
+  let bag = [];
+  return () => {
+    if (!bag.length) {
+      bag = [...types];
+      for (let i = bag.length - 1; i > 0; i--) {
+        const j = Math.floor(random() * (i + 1));
+        [bag[i], bag[j]] = [bag[j], bag[i]];
+      }
+    }
+    return /** @type {string} */ (bag.pop());
+  };
+}
+
 /** A small seeded PRNG (mulberry32): the fault schedule of a run can be replayed by its seed. */
 function rng(seed) {
   let a = seed >>> 0;
@@ -55,15 +85,16 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
  */
 
 /**
- * Runs one fault of `type`; resolves to what happened, once it is over (healed).
- * @param {string} type @param {FaultContext} ctx
+ * Runs one fault of `type`; resolves to what happened, once it is over (healed). `atLeader` aims it
+ * at the current leader whenever there is one, instead of at random.
+ * @param {string} type @param {FaultContext} ctx @param {{ atLeader?: boolean }} [options]
  * @returns {Promise<import('./checker').Fault>}
  */
-async function inject(type, ctx) {
+async function inject(type, ctx, { atLeader = false } = {}) {
   const between = (/** @type {number} */ lo, /** @type {number} */ hi) => lo + (hi - lo) * ctx.random();
   const leader = await ctx.leaderSlot().catch(() => undefined);
   // Stalls aim at the leader: only a leader runs fenced actions.
-  const aimAtLeader = leader !== undefined && (type.startsWith('stall') || ctx.random() < 0.6);
+  const aimAtLeader = leader !== undefined && (atLeader || type.startsWith('stall') || ctx.random() < 0.6);
   const slot = aimAtLeader ? /** @type {number} */ (leader) : Math.floor(ctx.random() * ctx.workers);
   const target = `${slot === leader ? 'leader ' : ''}w${slot}`;
   const start = Date.now();
@@ -123,7 +154,8 @@ async function inject(type, ctx) {
 
 /** Runs a shell command (the database restart), failing loudly. @param {string} command */
 function sh(command) {
-  execSync(command, { stdio: 'inherit', shell: '/bin/bash', timeout: 120_000 });
+  // Its output goes to stderr: stdout carries the run's JSON summary.
+  execSync(command, { stdio: ['ignore', 2, 2], shell: '/bin/bash', timeout: 120_000 });
 }
 
-module.exports = { FAULT_TYPES, faultsFor, inject, rng, sh };
+module.exports = { FAULT_TYPES, faultBag, faultsFor, inject, leaderCostingFault, rng, sh };

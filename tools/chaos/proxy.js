@@ -122,6 +122,18 @@ class ChaosProxy {
     this.delayMs = ms;
   }
 
+  /**
+   * Sends new connections to another server (a promoted standby) and closes the current ones, as
+   * a failover's virtual IP or DNS switch does.
+   * @param {string} host @param {number} port
+   */
+  retarget(host, port) {
+    this.cut();
+    this.targetHost = host;
+    this.targetPort = port;
+    this.heal();
+  }
+
   heal() {
     this.mode = 'pass';
     this.delayMs = 0;

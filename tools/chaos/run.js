@@ -19,6 +19,13 @@ const number = (/** @type {string} */ value) => {
   return n;
 };
 
+const integers = (/** @type {string} */ value) =>
+  value.split(',').map((part) => {
+    const n = Number(part.trim());
+    if (part.trim() === '' || !Number.isInteger(n)) throw new Error(`not an integer: ${part}`);
+    return n;
+  });
+
 const program = new Command()
   .name('npm run chaos --')
   .description('Leader election under faults: K workers do fenced writes to a ledger while a fault injector kills, pauses, partitions and delays them.')
@@ -30,11 +37,16 @@ const program = new Command()
   .option('--work-ms <ms>', 'pause between a leader\'s fenced writes', number, DEFAULTS.workMs)
   .option('--slack-ms <ms>', 'allowed leaderless time beyond one tick when no fault explains it (a noisy machine)', number, DEFAULTS.slackMs)
   .option('--clock-tolerance-ms <ms>', 'worker clock vs database clock, for check (c)', number, DEFAULTS.clockToleranceMs)
+  .option('--min-faults <n>', 'inject at least this many faults, extending the run if need be', number, DEFAULTS.minFaults)
   .option('--seed <n>', 'seed of the fault schedule', (v) => Number.parseInt(v, 10))
   .option('--faults <list>', `only these faults, comma-separated (${FAULT_TYPES.join(', ')})`, (v) => v.split(',').map((s) => s.trim()))
   .option('--db-restart', 'also restart the database server (never in CI: it disturbs everything on the server)', false)
   .option('--out <dir>', 'output directory (default /tmp/gemstone-chaos/<db>-<time>)')
   .option('--keep', 'keep the database the run created', false)
+  .option('--app-transactions', 'SQLite: each worker\'s elector shares one DataSource with app transactions that roll back at random', false)
+  .option('--priorities <list>', 'elector priority per worker slot, comma-separated (e.g. 0,0,1,2; missing ones 0; a restarted worker keeps its slot\'s); the top-priority workers join once a lower one leads, so the run opens with a hand-over', integers)
+  .option('--ineligible <slots>', 'worker slots that observe but never lead (eligible: false), comma-separated (e.g. 4)', integers)
+  .option('--settle-ms <ms>', 'quiet tail after the last fault, by whose end a top-priority eligible worker must lead (default lease + 4 ticks + 3 s)', number)
   .option('--unfenced', 'sabotage: workers skip assertLeader (the checker must then report stale writes)', false)
   .option('--json', 'print the summary as JSON on stdout', false);
 
@@ -51,12 +63,17 @@ async function main() {
     workMs: flags.workMs,
     slackMs: flags.slackMs,
     clockToleranceMs: flags.clockToleranceMs,
+    minFaults: flags.minFaults,
     seed: flags.seed,
     faults: flags.faults,
     dbRestart: flags.dbRestart,
     out: flags.out,
     keep: flags.keep,
     unfenced: flags.unfenced,
+    appTransactions: flags.appTransactions,
+    priorities: flags.priorities,
+    ineligible: flags.ineligible,
+    settleMs: flags.settleMs,
   });
   if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
   else printSummary(summary);

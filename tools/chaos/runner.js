@@ -2,8 +2,10 @@
 'use strict';
 /**
  * One chaos run: a fresh database (or the one given), the ledger, K worker processes each behind
- * its own TCP proxy, the fault injector for `durationS`, then a clean stop, the checker, the
- * summary and the timeline — all written to `outDir`.
+ * its own TCP proxy (each with its priority and eligibility), two `watch()` observers in this
+ * process, the fault injector for `durationS`, a quiet tail in which leadership must settle on a
+ * top-priority worker, then a clean stop, the history, the checker, the summary and the timeline —
+ * all written to `outDir`.
  */
 const { spawn } = require('child_process');
 const crypto = require('crypto');
@@ -11,7 +13,7 @@ const fs = require('fs');
 const path = require('path');
 const db = require('./database');
 const { check } = require('./checker');
-const { faultsFor, inject, rng, sh } = require('./faults');
+const { faultBag, faultsFor, inject, leaderCostingFault, rng, sh } = require('./faults');
 const { ChaosProxy } = require('./proxy');
 const { renderTimeline } = require('./timeline');
 
@@ -23,13 +25,39 @@ const DEFAULTS = Object.freeze({
   workMs: 100,
   slackMs: 2000,
   clockToleranceMs: 5,
+  minFaults: 1,
   ns: 'chaos',
+  /** Poll period of the second watcher: longer than a lease, so it misses states and must fill them in from the history. */
+  slowWatchPollMs: 6000,
 });
 
 /**
+ * The quiet tail after the last fault, in which leadership must settle on a live eligible worker
+ * of the highest priority: a lease (a dead preferred candidate's row expires), a restarted
+ * worker's start-up, and a few ticks for the hand-over.
+ * @param {number} leaseMs @param {number} tickMaxMs
+ */
+const defaultSettleMs = (leaseMs, tickMaxMs) => leaseMs + 4 * tickMaxMs + 3000;
+
+/**
+ * Per slot: `{ priority, eligible }` from `--priorities` (one per worker, missing ones 0) and
+ * `--ineligible` (slots). Restarted workers keep their slot's.
+ * @param {number} workers @param {number[] | undefined} priorities @param {number[] | undefined} ineligible
+ */
+function slotSettings(workers, priorities = [], ineligible = []) {
+  if (priorities.length > workers) throw new Error(`chaos: ${priorities.length} priorities for ${workers} workers`);
+  for (const p of priorities) if (!Number.isInteger(p) || Math.abs(p) > 2 ** 31 - 1) throw new Error(`chaos: priority ${p} is not a 32-bit integer`);
+  for (const slot of ineligible) if (!Number.isInteger(slot) || slot < 0 || slot >= workers) throw new Error(`chaos: --ineligible ${slot} is not a worker slot (0..${workers - 1})`);
+  const settings = Array.from({ length: workers }, (_, slot) => ({ slot, priority: priorities[slot] ?? 0, eligible: !ineligible.includes(slot) }));
+  if (!settings.some((s) => s.eligible)) throw new Error('chaos: every worker is ineligible: nobody could lead');
+  return settings;
+}
+
+/**
  * @typedef {{ db?: import('./database').Kind, url?: string, workers?: number, durationS?: number, leaseS?: number,
- *   workMs?: number, slackMs?: number, clockToleranceMs?: number, seed?: number, faults?: string[], dbRestart?: boolean,
- *   out?: string, keep?: boolean, unfenced?: boolean, log?: (line: string) => void }} RunOptions
+ *   workMs?: number, slackMs?: number, clockToleranceMs?: number, minFaults?: number, seed?: number, faults?: string[], dbRestart?: boolean,
+ *   out?: string, keep?: boolean, unfenced?: boolean, appTransactions?: boolean, priorities?: number[], ineligible?: number[],
+ *   settleMs?: number, slowWatchPollMs?: number, log?: (line: string) => void }} RunOptions
  */
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -46,24 +74,53 @@ async function runChaos(options) {
   const say = options.log ?? ((/** @type {string} */ line) => process.stderr.write(`${line}\n`));
   const kind = o.url ? db.kindOfUrl(o.url) : o.db;
   if (!kind) throw new Error('chaos: give --db postgres|mariadb|sqlite or --url');
+  if (o.appTransactions && kind !== 'sqlite') throw new Error('chaos: --app-transactions is an SQLite mode (one connection shared by the elector and the app)');
   const seed = o.seed ?? crypto.randomInt(2 ** 31);
   const random = rng(seed);
   const leaseMs = o.leaseS * 1000;
   const tickMaxMs = Math.round((leaseMs / 3) * 1.1); // the elector's default period, +10% jitter
+  const settleMs = o.settleMs ?? defaultSettleMs(leaseMs, tickMaxMs);
+  const settings = slotSettings(o.workers, o.priorities, o.ineligible);
+  const topPriority = Math.max(...settings.filter((s) => s.eligible).map((s) => s.priority));
   const outDir = o.out ?? path.join(db.tmpDir(), `${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   const logDir = path.join(outDir, 'workers');
   fs.mkdirSync(logDir, { recursive: true });
 
   const created = o.url ? undefined : await db.createDatabase(kind, outDir);
   const url = /** @type {string} */ (o.url ?? created?.url);
-  say(`chaos: ${kind}, ${o.workers} workers, lease ${o.leaseS} s, ${o.durationS} s, seed ${seed}, output ${outDir}`);
+  const described = settings.map((s) => `w${s.slot}:${s.eligible ? s.priority : 'ineligible'}`).join(' ');
+  say(`chaos: ${kind}, ${o.workers} workers (${described}), lease ${o.leaseS} s, ${o.durationS} s, seed ${seed}, output ${outDir}`);
 
   // The library's tables (as the application would create them), then the harness's ledger.
-  const { initDb } = require('gemstone-utils');
+  const { initDb, ElectionService } = require('gemstone-utils');
   const setup = await initDb(url);
   await setup.destroy();
   let admin = await db.connectAdmin(url);
   await db.installLedger(admin);
+
+  // Two observers for the whole run, straight to the database (no proxy, no faults): one at the
+  // default poll, one polling less often than a lease lasts, which must fill in the states it
+  // missed from the history. Started before any worker, so they see the namespace's first term.
+  const observerDs = await initDb(url, { createTables: false });
+  const observerService = new ElectionService(observerDs);
+  const watchStop = new AbortController();
+  const watchLog = path.join(outDir, 'watches.jsonl');
+  /** @type {import('./checker').WatchRecord[]} */
+  const watches = [
+    { name: 'watch-default-poll', pollMs: undefined, changes: [], errors: 0 },
+    { name: `watch-poll-${o.slowWatchPollMs}ms`, pollMs: o.slowWatchPollMs, changes: [], errors: 0 },
+  ];
+  const watching = watches.map(async (w) => {
+    const stream = observerService.watch({ ns: o.ns, signal: watchStop.signal, ...(w.pollMs ? { pollMs: w.pollMs } : {}), onError: () => void w.errors++ });
+    for await (const change of stream) {
+      const record = { t: Date.now(), leaderId: change.leaderId, term: change.term, at: change.at.getTime() };
+      w.changes.push(record);
+      fs.appendFileSync(watchLog, `${JSON.stringify({ watcher: w.name, ...record })}\n`);
+    }
+  });
+  /** @type {string[]} */
+  const watchFailures = [];
+  for (const [i, p] of watching.entries()) p.catch((error) => watchFailures.push(`${watches[i].name} ended with ${error instanceof Error ? error.message : String(error)}`));
 
   /** @type {(ChaosProxy | undefined)[]} */
   const proxies = [];
@@ -105,6 +162,9 @@ async function runChaos(options) {
         CHAOS_LOG: `${base}.jsonl`,
         CHAOS_CONTROL: `${base}.control.json`,
         CHAOS_UNFENCED: o.unfenced ? '1' : '0',
+        CHAOS_APP_TX: o.appTransactions ? '1' : '0',
+        CHAOS_PRIORITY: String(settings[slot].priority),
+        CHAOS_ELIGIBLE: settings[slot].eligible ? '1' : '0',
       },
       stdio: ['ignore', output, output],
       // Its own process group: Ctrl-C stops the run (see below), not the workers behind its back.
@@ -126,8 +186,15 @@ async function runChaos(options) {
   const faultLog = path.join(outDir, 'faults.jsonl');
   const runStart = Date.now();
   let stopAt = runStart;
+  /** @type {{ leaderId: string | null, term: number, live: boolean, current: string[] } | undefined} the leader row when the quiet tail ended */
+  let final;
+  /** @type {number | undefined} */
+  let lastFaultEnd;
   try {
-    for (let slot = 0; slot < o.workers; slot++) spawnWorker(slot);
+    // With priorities, the top-priority workers join once a lower one leads: every such run
+    // opens with a hand-over, whatever the seed.
+    const late = settings.filter((s) => s.eligible && s.priority === topPriority && settings.some((l) => l.eligible && l.priority < topPriority)).map((s) => s.slot);
+    for (let slot = 0; slot < o.workers; slot++) if (!late.includes(slot)) spawnWorker(slot);
 
     /** @type {import('./faults').FaultContext} */
     const ctx = {
@@ -175,9 +242,20 @@ async function runChaos(options) {
     };
 
     const types = faultsFor(kind, { dbRestart: Boolean(o.dbRestart), ...(o.faults ? { only: o.faults } : {}) });
-    const faultEnd = runStart + o.durationS * 1000 - (leaseMs + tickMaxMs + 500); // leave time to recover
-    // Faults start once a first leader holds the lease (workers take a second or two to load).
-    for (const settle = Date.now() + 15_000; Date.now() < settle && (await ctx.leaderSlot().catch(() => undefined)) === undefined; ) await sleep(200);
+    const faultEnd = runStart + o.durationS * 1000 - settleMs; // leave the quiet tail
+    const waitForLeader = async (/** @type {(slot: number) => boolean} */ accept) => {
+      for (const until = Date.now() + 15_000; Date.now() < until; await sleep(100)) {
+        const slot = await ctx.leaderSlot().catch(() => undefined);
+        if (slot !== undefined && accept(slot)) return;
+      }
+    };
+    // Faults start once a first leader holds the lease (workers take a second or two to load);
+    // late joiners start once a lower one leads, and the faults once they took over.
+    await waitForLeader(() => true);
+    if (late.length) {
+      for (const slot of late) spawnWorker(slot);
+      await waitForLeader((slot) => late.includes(slot));
+    }
     // Ctrl-C (or SIGTERM): stop injecting, then shut down, check and report what ran so far.
     let interrupted = false;
     const interrupt = () => {
@@ -189,17 +267,38 @@ async function runChaos(options) {
     const pause = async (/** @type {number} */ ms) => {
       for (const until = Date.now() + ms; !interrupted && Date.now() < until; ) await sleep(Math.min(200, until - Date.now()));
     };
-    while (types.length && Date.now() < faultEnd && !interrupted) {
-      const type = types[Math.floor(random() * types.length)];
-      const fault = await inject(type, ctx);
+    // The schedule guarantees what a run is for, whatever the seed and however slow the machine:
+    // the first fault is aimed at the leader and, when the allowed faults can, costs it its lease;
+    // every allowed type runs once before any runs twice; at least `minFaults` faults run — past
+    // the planned end if need be, which then moves back to leave the same time to recover.
+    const opening = leaderCostingFault(types);
+    const nextType = faultBag(types, random);
+    let runEnd = runStart + o.durationS * 1000;
+    while (types.length && !interrupted && (Date.now() < faultEnd || faults.length < o.minFaults)) {
+      const first = faults.length === 0;
+      if (first) for (const until = Date.now() + 15_000; Date.now() < until && (await ctx.leaderSlot().catch(() => undefined)) === undefined; ) await sleep(100);
+      const type = (first && opening) || nextType();
+      const fault = await inject(type, ctx, { atLeader: first });
       faults.push(fault);
       fs.appendFileSync(faultLog, `${JSON.stringify(fault)}\n`);
       say(`chaos: +${((fault.start - runStart) / 1000).toFixed(1)} s ${fault.type}: ${fault.detail ?? ''}`);
-      await pause(Math.max(0, Math.min(faultEnd - Date.now(), 300 + random() * 1500)));
+      runEnd = Math.max(runEnd, fault.end + settleMs);
+      lastFaultEnd = fault.end;
+      if (faults.length >= o.minFaults) await pause(Math.max(0, Math.min(faultEnd - Date.now(), 300 + random() * 1500)));
+      else await pause(300 + random() * 1500);
     }
-    await pause(Math.max(0, runStart + o.durationS * 1000 - Date.now()));
+    await pause(Math.max(0, runEnd - Date.now()));
+    if (!interrupted) {
+      const row = await db.readLeader(admin, o.ns).catch(() => null);
+      final = { leaderId: row?.leaderId ?? null, term: row?.term ?? 0, live: row?.live ?? false, current: slots.map((s) => s.candidateId) };
+    }
     process.removeListener('SIGINT', interrupt);
     process.removeListener('SIGTERM', interrupt);
+  } catch (error) {
+    // A broken run: the observers must not keep the process alive.
+    watchStop.abort();
+    await observerDs.destroy().catch(() => undefined);
+    throw error;
   } finally {
     stopAt = Date.now();
     for (const proxy of proxies) proxy?.heal();
@@ -221,6 +320,25 @@ async function runChaos(options) {
   }
 
   const ledger = await db.readLedger(admin);
+  /** @type {import('./checker').HistoryRow[]} */
+  const history = [];
+  for (let before; ; ) {
+    const page = await observerService.getHistory({ ns: o.ns, limit: 10_000, ...(before === undefined ? {} : { before }) });
+    for (const h of page) {
+      history.push({ term: h.term, leaderId: h.leaderId, acquiredAt: h.acquiredAt.getTime(), endedAt: h.endedAt?.getTime() ?? null, endReason: h.endReason });
+    }
+    if (page.length < 10_000) break;
+    before = page[page.length - 1].term;
+  }
+  history.sort((x, y) => x.term - y.term);
+  // The watchers' last state is the vacancy after the last term (every worker stopped): wait for
+  // it (the slow one may be a poll behind), then end them.
+  const lastTerm = history.length ? history[history.length - 1].term : null;
+  const caughtUp = () => watches.every((w) => { const c = w.changes[w.changes.length - 1]; return c && c.leaderId === null && c.term === lastTerm; });
+  for (const until = Date.now() + o.slowWatchPollMs + leaseMs + 10_000; !caughtUp() && Date.now() < until; ) await sleep(100);
+  watchStop.abort();
+  await Promise.allSettled(watching);
+  await observerDs.destroy().catch(() => undefined);
   const events = fs
     .readdirSync(logDir)
     .filter((f) => f.endsWith('.jsonl'))
@@ -232,10 +350,31 @@ async function runChaos(options) {
         .map((line) => JSON.parse(line)),
     )
     .sort((a, b) => a.t - b.t);
-  const result = check({ ledger, events, faults, ns: o.ns, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt });
+  const result = check({
+    ledger, events, faults, ns: o.ns, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt,
+    history, watches, watchFailures, settings, final, lastFaultEnd, settleMs,
+  });
   if (unexpectedExits.length) {
     result.checks.push({ id: 'e2', name: 'no worker exited on its own', ok: false, detail: unexpectedExits.join('; '), violations: unexpectedExits });
     result.ok = false;
+  }
+
+  if (o.appTransactions) {
+    const stopping = events.filter((e) => e.ev === 'stopping');
+    const appCommits = stopping.reduce((n, e) => n + Number(e.appCommits ?? 0), 0);
+    const appRollbacks = stopping.reduce((n, e) => n + Number(e.appRollbacks ?? 0), 0);
+    const appErrors = events.filter((e) => e.ev === 'app-error');
+    Object.assign(result.stats, { appCommits, appRollbacks, appErrors: appErrors.length });
+    const violations = appErrors.slice(0, 20).map((e) => `w${e.slot}-${e.incarnation}: ${e.message}`);
+    if (appCommits === 0 || appRollbacks === 0) violations.push(`the app committed ${appCommits} and rolled back ${appRollbacks} transactions: both must happen`);
+    result.checks.push({
+      id: 'g',
+      name: 'application transactions on the shared connection neither fail nor get mixed with the elector\'s',
+      ok: violations.length === 0,
+      detail: `${appCommits} app commits, ${appRollbacks} app rollbacks (counted at clean stops), ${appErrors.length} app errors`,
+      violations,
+    });
+    result.ok = result.ok && violations.length === 0;
   }
 
   const slotOfCandidate = new Map();
@@ -254,12 +393,15 @@ async function runChaos(options) {
   });
   fs.writeFileSync(path.join(outDir, 'timeline.svg'), svg);
   fs.writeFileSync(path.join(outDir, 'ledger.json'), JSON.stringify(ledger));
+  fs.writeFileSync(path.join(outDir, 'history.json'), JSON.stringify(history));
   const summary = {
     ok: result.ok,
     kind,
     seed,
     workers: o.workers,
     leaseS: o.leaseS,
+    settings,
+    settleMs,
     durationS: Math.round((stopAt - runStart) / 100) / 10,
     tickMaxMs,
     slackMs: o.slackMs,

@@ -7,7 +7,9 @@
  * so a SIGKILL loses nothing that happened before it.
  *
  * Environment: CHAOS_URL (through this worker's proxy), CHAOS_SLOT, CHAOS_INCARNATION,
- * CHAOS_CANDIDATE_ID, CHAOS_NS, CHAOS_LEASE_SECONDS, CHAOS_WORK_MS, CHAOS_LOG, CHAOS_CONTROL.
+ * CHAOS_CANDIDATE_ID, CHAOS_NS, CHAOS_LEASE_SECONDS, CHAOS_WORK_MS, CHAOS_LOG, CHAOS_CONTROL,
+ * CHAOS_APP_TX (SQLite: the elector shares its DataSource with application transactions),
+ * CHAOS_PRIORITY (the elector's priority, default 0), CHAOS_ELIGIBLE ('0': observe, never lead).
  *
  * SIGUSR2 arms a stall read from CHAOS_CONTROL (`{ where, ms }`): the next fenced action blocks
  * its whole process (like a long GC pause) just before `assertLeader` or just after it.
@@ -28,7 +30,17 @@ const logFile = /** @type {string} */ (env.CHAOS_LOG);
 const controlFile = env.CHAOS_CONTROL;
 /** Sabotage for the harness's own test: skip assertLeader, so the checker must find stale writes. */
 const unfenced = env.CHAOS_UNFENCED === '1';
+/**
+ * SQLite only: one DataSource (one connection) for the elector and the application, as a small
+ * app has it, and the app keeps running its own transactions that roll back at random and writes
+ * outside any transaction, while the elector ticks.
+ */
+const appTransactions = env.CHAOS_APP_TX === '1';
+/** busy_timeout of the app's connection in CHAOS_APP_TX mode (see `main`). */
+const APP_BUSY_TIMEOUT_MS = 20_000;
 const kind = kindOfUrl(url);
+const priority = Number(env.CHAOS_PRIORITY || 0);
+const eligible = env.CHAOS_ELIGIBLE !== '0';
 
 /** @param {string} ev @param {Record<string, unknown>} [fields] */
 function log(ev, fields = {}) {
@@ -83,16 +95,22 @@ async function connect() {
 }
 
 async function main() {
-  log('start', { pid: process.pid, candidateId });
+  log('start', { pid: process.pid, candidateId, priority, eligible });
   const electorDs = await connect();
-  // SQLite: one TypeORM DataSource is one connection, and an application cannot hold its own
-  // transaction on it while the elector ticks (README, per-database notes). The fenced work
-  // gets a DataSource of its own; the database write lock orders the two.
-  const workDs = kind === 'sqlite' ? await connect() : electorDs;
+  // SQLite: by default the fenced work gets a DataSource of its own (a second connection; the
+  // database write lock orders the two). With CHAOS_APP_TX it shares the elector's connection.
+  const workDs = kind === 'sqlite' && !appTransactions ? await connect() : electorDs;
+  if (appTransactions) {
+    // The app's own writes wait for another process's write lock inside the driver (busy_timeout;
+    // the library's never do). A faulted worker holds that lock for up to ~4 s (stalled inside
+    // its fence, or SIGSTOPped), and the writers queued behind it take their turns after it:
+    // initDb's default of 5 s is too tight for that, so this app picks a longer one.
+    await workDs.query(`PRAGMA busy_timeout = ${APP_BUSY_TIMEOUT_MS}`);
+  }
   const service = new ElectionService(workDs, { expireSeconds: leaseSeconds });
   const insert = ledgerInsert(kind);
 
-  const elector = new LeaderElector({ dataSource: electorDs, ns, candidateId, expireSeconds: leaseSeconds });
+  const elector = new LeaderElector({ dataSource: electorDs, ns, candidateId, expireSeconds: leaseSeconds, priority, eligible });
   elector.on('elected', (lease) => log('elected', { term: lease.term }));
   elector.on('demoted', (lease, reason) => log('demoted', { term: lease.term, reason }));
   elector.on('leader', (leaderId, term) => log('leader', { leaderId, term }));
@@ -106,6 +124,11 @@ async function main() {
    * @param {number} decidedAt wall clock just before `runIfLeader` checked leadership
    */
   async function fencedAppend(lease, decidedAt) {
+    return appWork(() => fencedAppendNow(lease, decidedAt));
+  }
+
+  /** @param {{ term: number }} lease @param {number} decidedAt */
+  async function fencedAppendNow(lease, decidedAt) {
     const startedAt = Date.now();
     const mySeq = ++seq;
     log('action-start', { term: lease.term, seq: mySeq, decidedAt, at: startedAt });
@@ -128,10 +151,49 @@ async function main() {
     }
   }
 
+  // The application's transactions on a shared SQLite connection take turns (two transactions of
+  // one connection would nest); the elector is not part of that queue — it must cope by itself.
+  /** @type {Promise<unknown>} */
+  let appQueue = Promise.resolve();
+  /** @template T @param {() => Promise<T>} work @returns {Promise<T>} */
+  function appWork(work) {
+    const result = appQueue.then(work);
+    appQueue = result.catch(() => undefined);
+    return result;
+  }
+  const ROLLBACK = new Error('the app rolls back');
+  let appCommits = 0;
+  let appRollbacks = 0;
+  async function appNoise() {
+    while (running) {
+      const roll = Math.random();
+      await appWork(async () => {
+        if (roll < 0.2) {
+          // A write outside any transaction (what save() of one row amounts to).
+          await workDs.query('INSERT INTO chaos_app (worker, note) VALUES (?, ?)', [slot, 'autocommit']);
+          return;
+        }
+        await workDs
+          .transaction(async (manager) => {
+            await manager.query('INSERT INTO chaos_app (worker, note) VALUES (?, ?)', [slot, 'in transaction']);
+            await sleep(Math.random() * 40); // the app awaits something with its transaction open
+            await manager.query('UPDATE chaos_app SET note = ? WHERE worker = ? AND id = (SELECT MAX(id) FROM chaos_app WHERE worker = ?)', ['updated', slot, slot]);
+            if (roll < 0.6) throw ROLLBACK;
+          })
+          .then(() => appCommits++)
+          .catch((error) => {
+            if (error === ROLLBACK) appRollbacks++;
+            else log('app-error', { message: describe(error) });
+          });
+      });
+      await sleep(Math.random() * 20);
+    }
+  }
+
   const stop = async () => {
     if (!running) return;
     running = false;
-    log('stopping');
+    log('stopping', { appCommits, appRollbacks });
     await elector.stop();
     log('stopped');
     await Promise.allSettled([electorDs.destroy(), workDs === electorDs ? undefined : workDs.destroy()]);
@@ -141,6 +203,7 @@ async function main() {
 
   await elector.start();
   log('started', { isLeader: elector.isLeader });
+  if (appTransactions) void appNoise();
   while (running) {
     const decidedAt = Date.now();
     await elector.runIfLeader((lease) => fencedAppend(lease, decidedAt));

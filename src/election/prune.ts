@@ -1,0 +1,163 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { contextOf, DbContext } from '../db/context';
+import { dataSourceOfSession, execute, inOneStatement, runnerOf, Session } from '../db/session';
+import { runProgram } from '../db/sqlite-atomic';
+import { raw, render, sql, SqlFragment } from '../db/sql';
+import { ValidationError } from '../errors';
+import { assertEntitiesRegistered } from './entities-check';
+import { DEFAULT_HISTORY_RETENTION_SECONDS } from './history';
+import { CANDIDATE_TABLE, HISTORY_TABLE } from './schema';
+import { checkOptions } from './validate';
+
+/** How long a candidate row stays after it expired before pruning deletes it: 86400 s (one day). */
+export const DEFAULT_CANDIDATE_RETENTION_SECONDS = 86_400;
+/** Rows one prune statement deletes at most (500): each statement stays short. */
+export const PRUNE_BATCH_ROWS = 500;
+/** Statements one `pruneExpiredCandidates` call runs at most (20): a call stays bounded. */
+export const PRUNE_MAX_BATCHES = 20;
+/** The longest accepted retention: ten years. */
+const MAX_RETENTION_SECONDS = 10 * 365 * 86_400;
+
+/** Options of {@link pruneHistory}. */
+export interface PruneHistoryOptions {
+  /** Seconds a term must have been ended before its row is deleted. Default {@link DEFAULT_HISTORY_RETENTION_SECONDS} (30 days). */
+  readonly retentionSeconds?: number;
+  /** Run inside this transaction (QueryRunner or EntityManager) instead of statements of its own. */
+  readonly session?: Session;
+}
+
+export interface PruneExpiredCandidatesOptions {
+  /** Seconds a candidate row must have been expired before it is deleted. Default {@link DEFAULT_CANDIDATE_RETENTION_SECONDS}. */
+  readonly retentionSeconds?: number;
+  /** Run inside this transaction (QueryRunner or EntityManager) instead of statements of its own. */
+  readonly session?: Session;
+}
+
+/** Validates a retention in seconds: finite, >= 0, at most ten years. */
+export function checkRetentionSeconds(value: unknown, parameter: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_RETENTION_SECONDS) {
+    throw new ValidationError(parameter, `must be a finite number of seconds >= 0 and <= ${MAX_RETENTION_SECONDS} (got ${String(value)})`);
+  }
+  return value;
+}
+
+/** The database-clock instant `retention` seconds ago. */
+function cutoff(context: DbContext, retention: number): SqlFragment {
+  switch (context.dialect.name) {
+    case 'postgres':
+      return sql`(clock_timestamp() - make_interval(secs => ${retention}))`;
+    case 'sqlite':
+      return sql`strftime('%Y-%m-%d %H:%M:%f', 'now', ${`-${retention.toFixed(3)} seconds`})`;
+    default:
+      return sql`(UTC_TIMESTAMP(6) - INTERVAL ${Math.round(retention * 1e6)} MICROSECOND)`;
+  }
+}
+
+const LIMIT = raw(String(PRUNE_BATCH_ROWS));
+
+/** Rows a DELETE reported: PostgreSQL answers `[rows, count]`, MySQL a result header. */
+function affected(result: unknown): number {
+  if (Array.isArray(result) && result.length === 2 && typeof result[1] === 'number') return result[1];
+  const header = result as { affectedRows?: unknown } | undefined;
+  if (header && typeof header.affectedRows === 'number') return header.affectedRows;
+  throw new Error('gemstone-utils: the database did not report how many rows a prune deleted');
+}
+
+async function deleteWith(context: DbContext, manager: EntityManager, statement: SqlFragment): Promise<number> {
+  const { text, values } = render(statement, context.dialect.placeholders);
+  return affected(await manager.query(text, [...values]));
+}
+
+/** What one prune deletes: rows of `table` whose `column` (an instant) is older than the retention; `key` orders the batch. */
+interface PruneTarget {
+  readonly table: string;
+  readonly column: 'expires_at' | 'ended_at';
+  readonly key: readonly string[];
+}
+
+const CANDIDATES: PruneTarget = { table: CANDIDATE_TABLE, column: 'expires_at', key: ['ns', 'candidate_id'] };
+const HISTORY: PruneTarget = { table: HISTORY_TABLE, column: 'ended_at', key: ['ns', 'term'] };
+
+/** One batch; only the target table is touched, so the leader row is never locked. */
+async function pruneBatch(dataSource: DataSource, session: Session | undefined, retention: number, target: PruneTarget): Promise<number> {
+  const context = contextOf(dataSource);
+  const table = context.table(target.table);
+  const column = raw(target.column);
+  const key = raw(target.key.join(', '));
+  const before = cutoff(context, retention);
+  if (context.dialect.name === 'sqlite') {
+    const remove = sql`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${column} < ${before} LIMIT ${LIMIT})`;
+    const count = sql`SELECT changes() AS n`;
+    const runner = runnerOf(session);
+    if (runner?.isTransactionActive) {
+      await execute(context, runner.manager, remove);
+      const [row] = await execute<{ n: unknown }>(context, runner.manager, count);
+      return Number(row?.n ?? 0);
+    }
+    // Its own short transaction on the shared connection, never nested in an application's.
+    const [, rows] = await runProgram(dataSource, [remove, count], { transaction: true });
+    return Number(rows?.[0]?.n ?? 0);
+  }
+  const statement =
+    context.dialect.name === 'postgres'
+      ? sql`DELETE FROM ${table} WHERE (${key}) IN (SELECT ${key} FROM ${table} WHERE ${column} < ${before} LIMIT ${LIMIT})`
+      : // Primary-key order makes the LIMIT deterministic (safe for statement-based replication).
+        sql`DELETE FROM ${table} WHERE ${column} < ${before} ORDER BY ${key} LIMIT ${LIMIT}`;
+  return inOneStatement(dataSource, session, (manager) => deleteWith(context, manager, statement));
+}
+
+/** Validates the arguments of a prune function; returns the retention and session. */
+function checkPruneArguments(
+  dataSource: DataSource,
+  options: unknown,
+  defaultRetention: number,
+): { retention: number; session: Session | undefined } {
+  if (typeof dataSource !== 'object' || dataSource === null || typeof (dataSource as DataSource).createQueryRunner !== 'function') {
+    throw new ValidationError('dataSource', 'must be a TypeORM DataSource');
+  }
+  const o = checkOptions(options, ['retentionSeconds', 'session']);
+  const retention = o.retentionSeconds === undefined ? defaultRetention : checkRetentionSeconds(o.retentionSeconds, 'options.retentionSeconds');
+  const session = o.session as Session | undefined;
+  runnerOf(session);
+  if (session !== undefined && dataSourceOfSession(session) !== dataSource) {
+    throw new ValidationError('options.session', 'belongs to a different DataSource than `dataSource`');
+  }
+  if (!dataSource.isInitialized) {
+    throw new ValidationError('dataSource', 'is not initialized: call `await initDb(dataSource)` first');
+  }
+  assertEntitiesRegistered(dataSource);
+  return { retention, session };
+}
+
+async function pruneInBatches(dataSource: DataSource, session: Session | undefined, retention: number, target: PruneTarget): Promise<number> {
+  let total = 0;
+  for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
+    const deleted = await pruneBatch(dataSource, session, retention, target);
+    total += deleted;
+    if (deleted < PRUNE_BATCH_ROWS) break;
+  }
+  return total;
+}
+
+/**
+ * Deletes candidate rows (every namespace) whose `expires_at` passed more than `retentionSeconds`
+ * ago by the database clock, in batches of at most {@link PRUNE_BATCH_ROWS} rows per statement
+ * and at most {@link PRUNE_MAX_BATCHES} statements per call; returns how many rows it deleted.
+ * Leases are not touched. A `LeaderElector` calls it by itself (see `candidateRetentionSeconds`).
+ */
+export async function pruneExpiredCandidates(dataSource: DataSource, options?: PruneExpiredCandidatesOptions): Promise<number> {
+  const { retention, session } = checkPruneArguments(dataSource, options, DEFAULT_CANDIDATE_RETENTION_SECONDS);
+  return pruneInBatches(dataSource, session, retention, CANDIDATES);
+}
+
+/**
+ * Deletes history rows (every namespace) of terms that ended more than `retentionSeconds` ago
+ * (default {@link DEFAULT_HISTORY_RETENTION_SECONDS}, 30 days) by the database clock, in the same
+ * bounded batches as {@link pruneExpiredCandidates}; returns how many rows it deleted. Current
+ * terms (`ended_at` null) are never deleted, and the leader row is never locked. A
+ * `LeaderElector` calls it by itself (see `historyRetentionSeconds`).
+ */
+export async function pruneHistory(dataSource: DataSource, options?: PruneHistoryOptions): Promise<number> {
+  const { retention, session } = checkPruneArguments(dataSource, options, DEFAULT_HISTORY_RETENTION_SECONDS);
+  return pruneInBatches(dataSource, session, retention, HISTORY);
+}
