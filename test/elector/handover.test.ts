@@ -1,5 +1,5 @@
 /**
- * Contract §5 rule 4 on PostgreSQL: a leader's stop() hands over at once through LISTEN/NOTIFY,
+ * Instant handover on PostgreSQL: a leader's stop() hands over at once through LISTEN/NOTIFY,
  * not at the follower's next tick. Measured over several trials with a 5 s tick; the median is
  * printed (target < 100 ms), and only a generous bound asserted (the machine is shared and noisy).
  */

@@ -1,5 +1,5 @@
 /**
- * Contract §5 rule 2 with the database out of reach: a network cut (every byte dropped, queries
+ * The local deadline with the database out of reach: a network cut (every byte dropped, queries
  * hang) leaves the leader unable to renew; it stops being leader by its local deadline — before
  * the database would let anyone else take over — and leads again once the network heals.
  */

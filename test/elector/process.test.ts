@@ -1,5 +1,5 @@
 /**
- * Contract §5 across processes (test/support/workers/elector-worker.js on dist/): a killed leader
+ * The LeaderElector across processes (test/support/workers/elector-worker.js on dist/): a killed leader
  * is replaced after its lease; a paused leader demotes itself before doing leader work and the
  * fence keeps its stale term out of the ledger; killed connections are reported and survived;
  * SIGTERM hands over at once.
@@ -105,10 +105,20 @@ describeEachDatabase(
       const afterResume = stale.lines.slice(mark);
       const firstDemoted = afterResume.findIndex((l) => l.event === 'demoted');
       const firstWork = afterResume.findIndex((l) => l.event === 'work');
-      expect(afterResume[firstDemoted]).toMatchObject({ term: staleTerm, reason: 'lease-expired-locally' });
+      // Which news reaches it first after the resume is the event loop's choice: its own overdue
+      // deadline ('lease-expired-locally') or, on PostgreSQL, the queued NOTIFY of the new term
+      // ('lost'). Either way it demotes once, before any leader work.
+      expect(afterResume[firstDemoted]).toMatchObject({ term: staleTerm, reason: expect.stringMatching(/^(lease-expired-locally|lost)$/) });
+      const reason = afterResume[firstDemoted]!.reason;
+      expect(afterResume.filter((l) => l.event === 'demoted')).toHaveLength(1);
       if (firstWork >= 0) expect(firstWork).toBeGreaterThan(firstDemoted);
-      expect(afterResume.filter((l) => l.event === 'work-done' && l.term === staleTerm)).toEqual([]);
-      expect(afterResume.filter((l) => l.event === 'stopped')).toEqual([expect.objectContaining({ term: staleTerm, reason: 'lease-expired-locally' })]);
+      // No leader work STARTS after the resume. A fenced write sent before the pause may have
+      // committed then (its row was not locked at the pause) and only be reported now: that is
+      // legitimate, and the ledger check below proves it committed before the new term's rows.
+      expect(afterResume.filter((l) => l.event === 'work' && l.term === staleTerm)).toEqual([]);
+      const lateReports = afterResume.filter((l) => l.event === 'work-done' && l.term === staleTerm);
+      expect(lateReports.length).toBeLessThanOrEqual(1);
+      expect(afterResume.filter((l) => l.event === 'stopped')).toEqual([expect.objectContaining({ term: staleTerm, reason })]);
 
       // The ledger in commit order: terms never go back, so no row of the stale term came after the new one.
       await sleep(INTERVAL);

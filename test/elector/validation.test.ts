@@ -1,8 +1,8 @@
 /**
- * Contract §5: the constructor validates its options (ValidationError naming the option) and
+ * The constructor validates its options (ValidationError naming the option) and
  * touches no database.
  */
-import { DEFAULT_EXPIRE_SECONDS, LeaderElector, MAX_INTERVAL_MS, ValidationError } from 'gemstone-utils';
+import { DEFAULT_EXPIRE_SECONDS, DEFAULT_STOP_TIMEOUT_MS, LeaderElector, MAX_INTERVAL_MS, ValidationError } from 'gemstone-utils';
 
 function rejection(options: unknown): ValidationError {
   try {
@@ -28,6 +28,22 @@ describe('LeaderElector construction', () => {
     expect(a.isLeader).toBe(false);
     expect(a.term).toBeNull();
     expect(a.leaderId).toBeNull();
+  });
+
+  test('stopTimeoutMs: default min(lease, DEFAULT_STOP_TIMEOUT_MS), else a finite number > 0', () => {
+    expect(new LeaderElector().stopTimeoutMs).toBe(DEFAULT_STOP_TIMEOUT_MS);
+    expect(new LeaderElector({ expireSeconds: 2 }).stopTimeoutMs).toBe(2_000);
+    expect(new LeaderElector({ stopTimeoutMs: 250 }).stopTimeoutMs).toBe(250);
+    for (const bad of [0, -1, NaN, Infinity, 2 ** 31, '100', null]) expect(rejection({ stopTimeoutMs: bad }).parameter).toBe('options.stopTimeoutMs');
+  });
+
+  test('listen: true, false or { url } with a postgres:// URL', () => {
+    for (const good of [true, false, { url: 'postgres://app@db:5432/app' }, { url: 'postgresql://db/app' }]) {
+      expect(() => new LeaderElector({ listen: good })).not.toThrow();
+    }
+    for (const bad of [{}, { url: '' }, { url: 'mysql://db/app' }, { url: 42 }]) expect(rejection({ listen: bad }).parameter).toBe('options.listen.url');
+    expect(rejection({ listen: { url: 'postgres://db/app', host: 'x' } }).parameter).toBe('options.listen.host');
+    for (const bad of ['yes', 1, null, []]) expect(rejection({ listen: bad }).parameter).toBe('options.listen');
   });
 
   test('candidateId is any UUID, kept lower-case', () => {

@@ -1,0 +1,133 @@
+import type { DemotionReason, LeaderElector } from '../election/elector';
+import type { ClockSkew, ElectorTick, TickOutcome } from '../election/tick';
+import type { Lease } from '../election/elector-options';
+import { ValidationError } from '../errors';
+import type { TransitionReason } from './names';
+
+/** Where the events of attached electors go: one implementation per metrics library. */
+export interface MetricsSink {
+  /** A namespace got its first attached elector: create its counters at 0. */
+  initialize(ns: string): void;
+  transition(ns: string, reason: TransitionReason): void;
+  tick(ns: string, outcome: TickOutcome, durationSeconds: number): void;
+  electError(ns: string): void;
+}
+
+/** The gauges of one namespace at collection time, summed over this process's electors. */
+export interface NamespaceState {
+  readonly ns: string;
+  /** How many of the attached electors lead it right now (0 or 1 unless something is badly wrong). */
+  readonly isLeader: number;
+  /** The highest term seen; undefined before any tick or notification told one. */
+  readonly term: number | undefined;
+  /** The latest measurement; undefined before a tick succeeded. */
+  readonly clockSkew: ClockSkew | undefined;
+}
+
+interface Attachment {
+  readonly elector: LeaderElector;
+  readonly detach: () => void;
+  term: number | undefined;
+  clockSkew: ClockSkew | undefined;
+}
+
+function isElector(value: unknown): value is LeaderElector {
+  const e = value as LeaderElector | null;
+  return (
+    typeof e === 'object' &&
+    e !== null &&
+    typeof e.ns === 'string' &&
+    typeof e.on === 'function' &&
+    typeof e.off === 'function' &&
+    typeof e.health === 'function'
+  );
+}
+
+/**
+ * The electors a metrics object observes, through their public events only (`'elected'`,
+ * `'demoted'`, `'leader'`, `'tick'`) and their synchronous `isLeader`/`term` at collection.
+ */
+export class ElectorObserver {
+  readonly #sink: MetricsSink;
+  readonly #attached = new Map<LeaderElector, Attachment>();
+  readonly #initialized = new Set<string>();
+  #closed = false;
+
+  constructor(sink: MetricsSink) {
+    this.#sink = sink;
+  }
+
+  get electors(): readonly LeaderElector[] {
+    return [...this.#attached.keys()];
+  }
+
+  attach(elector: LeaderElector): () => void {
+    if (this.#closed) throw new ValidationError('this', 'is closed: create a new metrics object to attach electors');
+    if (!isElector(elector)) throw new ValidationError('elector', 'must be a LeaderElector');
+    const existing = this.#attached.get(elector);
+    if (existing) return existing.detach;
+    const { ns } = elector;
+    if (!this.#initialized.has(ns)) {
+      this.#initialized.add(ns);
+      this.#sink.initialize(ns);
+    }
+    const onElected = () => this.#sink.transition(ns, 'elected');
+    const onDemoted = (_lease: Lease, reason: DemotionReason) => this.#sink.transition(ns, reason);
+    const onLeader = (_leaderId: string | null, term: number | null) => {
+      if (term !== null) raise(attachment, term);
+    };
+    const onTick = (tick: ElectorTick) => {
+      this.#sink.tick(ns, tick.outcome, tick.durationSeconds);
+      if (tick.outcome === 'error') this.#sink.electError(ns);
+      if (tick.term !== null) raise(attachment, tick.term);
+      if (tick.clockSkew) attachment.clockSkew = tick.clockSkew;
+    };
+    const detach = () => {
+      if (this.#attached.get(elector) !== attachment) return;
+      this.#attached.delete(elector);
+      elector.off('elected', onElected);
+      elector.off('demoted', onDemoted);
+      elector.off('leader', onLeader);
+      elector.off('tick', onTick);
+    };
+    const attachment: Attachment = { elector, detach, term: elector.term ?? undefined, clockSkew: undefined };
+    this.#attached.set(elector, attachment);
+    elector.on('elected', onElected);
+    elector.on('demoted', onDemoted);
+    elector.on('leader', onLeader);
+    elector.on('tick', onTick);
+    return detach;
+  }
+
+  detach(elector: LeaderElector): void {
+    this.#attached.get(elector)?.detach();
+  }
+
+  /** Detaches every elector; later `attach` calls throw. */
+  close(): void {
+    this.#closed = true;
+    for (const attachment of [...this.#attached.values()]) attachment.detach();
+  }
+
+  /** The gauges per namespace of the attached electors, read now. */
+  collect(): NamespaceState[] {
+    const byNs = new Map<string, { isLeader: number; term: number | undefined; clockSkew: ClockSkew | undefined }>();
+    for (const attachment of this.#attached.values()) {
+      const { elector } = attachment;
+      // Reading isLeader ends an overdue leadership on the spot: the gauge never reports one.
+      const leading = elector.isLeader;
+      if (leading && elector.term !== null) raise(attachment, elector.term);
+      const state = byNs.get(elector.ns) ?? { isLeader: 0, term: undefined, clockSkew: undefined };
+      state.isLeader += leading ? 1 : 0;
+      if (attachment.term !== undefined) state.term = Math.max(state.term ?? attachment.term, attachment.term);
+      const skew = attachment.clockSkew;
+      if (skew && (!state.clockSkew || skew.databaseNow.getTime() > state.clockSkew.databaseNow.getTime())) state.clockSkew = skew;
+      byNs.set(elector.ns, state);
+    }
+    return [...byNs].map(([ns, state]) => ({ ns, ...state }));
+  }
+}
+
+function raise(attachment: Attachment, term: number): void {
+  if (attachment.term === undefined || term > attachment.term) attachment.term = term;
+}

@@ -1,0 +1,120 @@
+import { checkOptions } from '../election/validate';
+import { ValidationError } from '../errors';
+import { checkBuckets, ElectorMetrics } from './elector-metrics';
+import { HELP, METRIC_NAMES, TRANSITION_REASONS } from './names';
+import { ElectorObserver } from './observer';
+
+/** Attributes of a measurement: here `ns`, and `reason` or `outcome`. */
+export type OpenTelemetryAttributes = Record<string, string>;
+
+/** Instrument options as `@opentelemetry/api` takes them (the subset used). */
+export interface OpenTelemetryInstrumentOptions {
+  description?: string;
+  unit?: string;
+  advice?: { explicitBucketBoundaries?: number[] };
+}
+
+/** An asynchronous instrument of `@opentelemetry/api`. */
+export interface OpenTelemetryObservable {
+  addCallback(callback: never): void;
+  removeCallback(callback: never): void;
+}
+
+/** What a batch observable callback of `@opentelemetry/api` receives. */
+export interface OpenTelemetryBatchObservableResult {
+  observe(observable: OpenTelemetryObservable, value: number, attributes?: OpenTelemetryAttributes): void;
+}
+
+/**
+ * An OpenTelemetry `Meter` (`metrics.getMeter(...)` of `@opentelemetry/api` ≥ 1.7), described by
+ * the methods used: this package needs neither `@opentelemetry/api` installed nor its types.
+ */
+export interface OpenTelemetryMeter {
+  createCounter(name: string, options?: OpenTelemetryInstrumentOptions): { add(value: number, attributes?: OpenTelemetryAttributes): void };
+  createHistogram(name: string, options?: OpenTelemetryInstrumentOptions): { record(value: number, attributes?: OpenTelemetryAttributes): void };
+  createObservableGauge(name: string, options?: OpenTelemetryInstrumentOptions): OpenTelemetryObservable;
+  addBatchObservableCallback(callback: (result: OpenTelemetryBatchObservableResult) => void, observables: OpenTelemetryObservable[]): void;
+  removeBatchObservableCallback(callback: (result: OpenTelemetryBatchObservableResult) => void, observables: OpenTelemetryObservable[]): void;
+}
+
+export interface OpenTelemetryMetricsOptions {
+  /**
+   * Bucket boundaries of `gemstone_election_elect_duration_seconds`, passed as the histogram's
+   * advice (a View configured in the SDK takes precedence). Default {@link DEFAULT_ELECT_DURATION_BUCKETS}.
+   */
+  readonly buckets?: readonly number[];
+}
+
+function isMeter(value: unknown): value is OpenTelemetryMeter {
+  const m = value as OpenTelemetryMeter | null;
+  return (
+    typeof m === 'object' &&
+    m !== null &&
+    typeof m.createCounter === 'function' &&
+    typeof m.createHistogram === 'function' &&
+    typeof m.createObservableGauge === 'function' &&
+    typeof m.addBatchObservableCallback === 'function' &&
+    typeof m.removeBatchObservableCallback === 'function'
+  );
+}
+
+/**
+ * The election instruments on an OpenTelemetry `Meter`, with the same names, labels (attributes)
+ * and meaning as the Prometheus ones. The gauges are observable: read from the attached electors
+ * when the SDK's reader collects. Counters are monotonic sums; the durations a histogram in
+ * seconds.
+ */
+export function createOpenTelemetryMetrics(meter: OpenTelemetryMeter, options?: OpenTelemetryMetricsOptions): ElectorMetrics {
+  if (!isMeter(meter)) throw new ValidationError('meter', 'must be an OpenTelemetry Meter (metrics.getMeter(name) of @opentelemetry/api >= 1.7)');
+  const o = checkOptions(options, ['buckets']);
+  const buckets = checkBuckets(o.buckets);
+
+  const transitions = meter.createCounter(METRIC_NAMES.transitions, { description: HELP.transitions });
+  const electErrors = meter.createCounter(METRIC_NAMES.electErrors, { description: HELP.electErrors });
+  const electDuration = meter.createHistogram(METRIC_NAMES.electDuration, {
+    description: HELP.electDuration,
+    unit: 's',
+    advice: { explicitBucketBoundaries: [...buckets] },
+  });
+  const isLeader = meter.createObservableGauge(METRIC_NAMES.isLeader, { description: HELP.isLeader });
+  const term = meter.createObservableGauge(METRIC_NAMES.term, { description: HELP.term });
+  const clockSkew = meter.createObservableGauge(METRIC_NAMES.clockSkew, { description: HELP.clockSkew, unit: 's' });
+  const clockSkewError = meter.createObservableGauge(METRIC_NAMES.clockSkewError, { description: HELP.clockSkewError, unit: 's' });
+  const gauges = [isLeader, term, clockSkew, clockSkewError];
+
+  const observer = new ElectorObserver({
+    initialize(ns) {
+      for (const reason of TRANSITION_REASONS) transitions.add(0, { ns, reason });
+      electErrors.add(0, { ns });
+    },
+    transition: (ns, reason) => transitions.add(1, { ns, reason }),
+    tick: (ns, outcome, seconds) => electDuration.record(seconds, { ns, outcome }),
+    electError: (ns) => electErrors.add(1, { ns }),
+  });
+  // One callback for the four gauges: every elector's state is read once per collection.
+  const observe = (result: OpenTelemetryBatchObservableResult) => {
+    for (const state of observer.collect()) {
+      const attributes = { ns: state.ns };
+      result.observe(isLeader, state.isLeader, attributes);
+      if (state.term !== undefined) result.observe(term, state.term, attributes);
+      if (state.clockSkew) {
+        result.observe(clockSkew, state.clockSkew.seconds, attributes);
+        result.observe(clockSkewError, state.clockSkew.errorSeconds, attributes);
+      }
+    }
+  };
+  meter.addBatchObservableCallback(observe, gauges);
+
+  return {
+    attach: (elector) => observer.attach(elector),
+    detach: (elector) => observer.detach(elector),
+    get electors() {
+      return observer.electors;
+    },
+    close() {
+      observer.close();
+      // Counters and the histogram cannot be removed from a Meter; with no elector attached they stay still.
+      meter.removeBatchObservableCallback(observe, gauges);
+    },
+  };
+}

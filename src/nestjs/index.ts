@@ -1,0 +1,17 @@
+/**
+ * `gemstone-utils/nestjs` — leader election in a NestJS application: `ElectionModule` on the
+ * application's `@nestjs/typeorm` DataSource, the `@LeaderOnly()` method decorator for scheduled
+ * jobs, and a `@nestjs/terminus` health indicator. Needs `@nestjs/common`, `@nestjs/core` and
+ * `@nestjs/typeorm`; `@nestjs/terminus` only for the health indicator. Importing it registers the
+ * election tables on `GemstoneDB`, as `gemstone-utils` does.
+ * @packageDocumentation
+ */
+import 'reflect-metadata';
+export { ElectionModule } from './election.module';
+export { LeaderOnly, LeaderOnlyWithoutElectorError } from './leader-only.decorator';
+export { ElectionHealthIndicator, DEFAULT_HEALTH_KEY } from './health.indicator';
+export type { ElectionHealthDetails, ElectionHealthResult } from './health.indicator';
+export { ELECTION_MODULE_OPTIONS, ELECTION_DATA_SOURCE, DEFAULT_CONNECTION_NAME, DEFAULT_IS_GLOBAL } from './options';
+export type { ElectionModuleOptions, ElectionModuleRootOptions, ElectionModuleAsyncOptions, ElectionModuleBinding } from './options';
+export { ElectionService, LeaderElector, GemstoneDB } from '../index';
+export type { Lease } from '../election/elector-options';

@@ -1,0 +1,307 @@
+/**
+ * A process hosting real Nest applications for the tests of `gemstone-utils/nestjs` (Nest 12 is
+ * ESM-only: it loads through Node's require(esm), which jest's module system cannot do). The
+ * tests transpile this file into .tmp/ inside the repository and fork it there, so
+ * `gemstone-utils/nestjs` resolves through the package's `exports` map to dist/, as in a user's
+ * application. Several applications run side by side in this one process, each with its own
+ * DataSource, elector and scheduled jobs.
+ *
+ * Protocol (IPC): the parent sends `{ id, cmd, ... }`; the host answers `{ id, reply }` or
+ * `{ id, error }`, and reports everything that happens as `{ event, app, t, ... }`.
+ */
+import 'reflect-metadata';
+import {
+  BeforeApplicationShutdown,
+  DynamicModule,
+  Inject,
+  Injectable,
+  INestApplicationContext,
+  LoggerService,
+  Module,
+  OnApplicationBootstrap,
+  OnModuleInit,
+} from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { getDataSourceToken, TypeOrmModule, TypeOrmModuleOptions } from '@nestjs/typeorm';
+import { Cron, Interval, ScheduleModule } from '@nestjs/schedule';
+import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { ElectionHealthIndicator, ElectionModule, ElectionService, GemstoneDB, LeaderElector, LeaderOnly, type Lease } from 'gemstone-utils/nestjs';
+
+/** One application of the host. */
+export interface AppSpec {
+  readonly name: string;
+  readonly ns: string;
+  readonly expireSeconds: number;
+  readonly intervalMs: number;
+  /** The database of the default connection. */
+  readonly db: DataSourceOptions;
+  /** With a named connection `election` on this database, the module elects there. */
+  readonly electionDb?: DataSourceOptions;
+  /** `auto`: `autoLoadEntities: true`; `explicit`: `entities: [...GemstoneDB.entities]`; `none`: neither (a misconfiguration). */
+  readonly entities: 'auto' | 'explicit' | 'none';
+  /** `static`: `ElectionModule.forRoot`; `async`: `forRootAsync` with a factory reading a config service. */
+  readonly config: 'static' | 'async';
+  /** `app.enableShutdownHooks()`: SIGTERM closes the application (and ends the process). */
+  readonly shutdownHooks?: boolean;
+}
+
+export type HostCommand =
+  | { cmd: 'start'; spec: AppSpec }
+  | { cmd: 'close'; app: string }
+  | { cmd: 'health'; app: string }
+  | { cmd: 'state'; app: string }
+  | { cmd: 'stop-elector'; app: string }
+  | { cmd: 'unmanaged-job' }
+  | { cmd: 'declare'; options: Record<string, unknown> }
+  | { cmd: 'exit' };
+
+export interface HostEvent {
+  readonly event: string;
+  readonly app?: string;
+  readonly t: number;
+  readonly [field: string]: unknown;
+}
+
+const send = (event: string, fields: Record<string, unknown> = {}): void => {
+  process.send?.({ event, t: Date.now(), ...fields });
+};
+
+const line03 = process.env['GEMSTONE_TYPEORM_LINE'] === '0.3';
+const APP_NAME = Symbol('app name');
+const APP_SPEC = Symbol('app spec');
+const APP_DATA_SOURCE = Symbol("the election connection's TypeORM DataSource");
+
+function isLease(value: unknown): value is Lease {
+  return typeof value === 'object' && value !== null && 'term' in value && 'signal' in value && 'candidateId' in value;
+}
+
+function reportJob(app: string, kind: string, args: unknown[]): void {
+  const leaseIndex = args.findIndex(isLease);
+  const lease = args[leaseIndex] as Lease | undefined;
+  send('job', { app, kind, leaseIndex, argCount: args.length, term: lease?.term, candidateId: lease?.candidateId, aborted: lease?.signal.aborted });
+}
+
+/** Leader-only scheduled jobs, with the decorator on either side of the schedule's. */
+@Injectable()
+class Jobs {
+  constructor(@Inject(APP_NAME) private readonly app: string) {}
+
+  @LeaderOnly()
+  @Interval(100)
+  everyTenthOfASecond(...args: unknown[]): void {
+    reportJob(this.app, 'interval', args);
+  }
+
+  @Cron('* * * * * *')
+  @LeaderOnly()
+  async everySecond(...args: unknown[]): Promise<void> {
+    reportJob(this.app, 'cron', args);
+  }
+}
+
+/**
+ * What an application does in its own hooks: queries the election in `onModuleInit`, and starts
+ * an elector of its own on the TypeORM DataSource in `onApplicationBootstrap` — the hand-wired
+ * setup that fails its first tick on a fresh database unless the tables exist by then.
+ */
+@Injectable()
+class BootstrapProbe implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  private own: LeaderElector | undefined;
+
+  constructor(
+    @Inject(APP_NAME) private readonly app: string,
+    @Inject(APP_SPEC) private readonly spec: AppSpec,
+    @Inject(APP_DATA_SOURCE) private readonly dataSource: DataSource,
+    private readonly election: ElectionService,
+    private readonly elector: LeaderElector,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    const { app, elector } = this;
+    elector.on('error', (error) => send('elector-error', { app, message: error.message }));
+    elector.on('elected', (lease) => send('elected', { app, term: lease.term, candidateId: lease.candidateId }));
+    elector.on('demoted', (lease, reason) => send('demoted', { app, term: lease.term, reason }));
+    try {
+      const leader = await this.election.getLeader({ ns: this.spec.ns });
+      send('module-init-query', { app, ok: true, leader: leader?.leaderId ?? null });
+    } catch (error) {
+      send('module-init-query', { app, ok: false, message: (error as Error).message });
+    }
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { app, spec } = this;
+    this.own = new LeaderElector({ dataSource: this.dataSource, ns: `${spec.ns}-own`, expireSeconds: spec.expireSeconds, intervalMs: spec.intervalMs });
+    this.own.on('error', (error) => send('own-elector-error', { app, message: error.message }));
+    await this.own.start();
+    send('own-started', { app, isLeader: this.own.isLeader });
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.own?.stop();
+  }
+}
+
+const CONFIG_VALUES = Symbol('config values');
+
+/** A stand-in for `@nestjs/config`'s ConfigService. */
+@Injectable()
+class ConfigService {
+  constructor(@Inject(CONFIG_VALUES) private readonly values: Record<string, unknown>) {}
+  get<T>(key: string): T {
+    return this.values[key] as T;
+  }
+}
+
+@Module({})
+class ConfigModule {
+  static forRoot(values: Record<string, unknown>): DynamicModule {
+    return { module: ConfigModule, providers: [{ provide: CONFIG_VALUES, useValue: values }, ConfigService], exports: [ConfigService] };
+  }
+}
+
+function typeOrm(db: DataSourceOptions, spec: AppSpec, name?: string): DynamicModule {
+  const entities = spec.entities === 'auto' ? { autoLoadEntities: true } : { entities: spec.entities === 'explicit' ? [...GemstoneDB.entities] : [] };
+  // TypeORM 0.3's sqlite3 driver switches a fresh file to WAL before it sets a busy timeout, so
+  // DataSources opening it together may get SQLITE_BUSY from initialize(): @nestjs/typeorm's retry
+  // (on by default, every 3 s) covers that; elsewhere a failed connection fails the test at once.
+  const retry = String(db.type) === 'sqlite' ? { retryAttempts: 20, retryDelay: 100 } : { retryAttempts: 0 };
+  const options = { ...db, ...entities, ...(name ? { name } : {}), ...retry } as TypeOrmModuleOptions;
+  if (!line03) return TypeOrmModule.forRoot(options);
+  // TypeORM 0.3 run: @nestjs/typeorm (ESM) imports the newest TypeORM; the DataSource comes from
+  // the TypeORM this run selected, through @nestjs/typeorm's own dataSourceFactory option.
+  return TypeOrmModule.forRootAsync({
+    ...(name ? { name } : {}),
+    useFactory: () => options,
+    dataSourceFactory: async (resolved) => new DataSource(resolved as DataSourceOptions),
+  });
+}
+
+function appModule(spec: AppSpec): DynamicModule {
+  const connectionName = spec.electionDb ? 'election' : undefined;
+  const electionOptions = { ns: spec.ns, expireSeconds: spec.expireSeconds, intervalMs: spec.intervalMs };
+  const election =
+    spec.config === 'static'
+      ? ElectionModule.forRoot({ ...electionOptions, ...(connectionName ? { connectionName } : {}) })
+      : ElectionModule.forRootAsync({
+          ...(connectionName ? { connectionName } : {}),
+          imports: [ConfigModule.forRoot({ ELECTION_NS: spec.ns, ELECTION_EXPIRE_SECONDS: spec.expireSeconds, ELECTION_INTERVAL_MS: spec.intervalMs })],
+          inject: [ConfigService],
+          useFactory: (config: ConfigService) => ({
+            ns: config.get<string>('ELECTION_NS'),
+            expireSeconds: config.get<number>('ELECTION_EXPIRE_SECONDS'),
+            intervalMs: config.get<number>('ELECTION_INTERVAL_MS'),
+          }),
+        });
+  @Module({})
+  class AppModule {}
+  return {
+    module: AppModule,
+    imports: [
+      // The application's own connection, plus the election's named one when asked for.
+      typeOrm(spec.db, { ...spec, entities: spec.electionDb ? 'auto' : spec.entities }),
+      ...(spec.electionDb ? [typeOrm(spec.electionDb, spec, 'election')] : []),
+      ScheduleModule.forRoot(),
+      TerminusModule,
+      election,
+    ],
+    providers: [
+      { provide: APP_NAME, useValue: spec.name },
+      { provide: APP_SPEC, useValue: spec },
+      { provide: APP_DATA_SOURCE, useExisting: getDataSourceToken(connectionName) },
+      Jobs,
+      BootstrapProbe,
+    ],
+  };
+}
+
+/** Nest's warnings and errors (a failing job, an elector error without listener) reach the test. */
+const logger: LoggerService = {
+  log: () => undefined,
+  debug: () => undefined,
+  verbose: () => undefined,
+  warn: (message: unknown) => send('nest-log', { level: 'warn', message: String(message) }),
+  error: (message: unknown, ...rest: unknown[]) => send('nest-log', { level: 'error', message: String(message), rest: rest.map(String) }),
+};
+
+const apps = new Map<string, INestApplicationContext>();
+
+function appNamed(name: string): INestApplicationContext {
+  const app = apps.get(name);
+  if (!app) throw new Error(`no application ${name}`);
+  return app;
+}
+
+async function health(app: INestApplicationContext): Promise<unknown> {
+  const indicator = app.get(ElectionHealthIndicator);
+  try {
+    return await app.get(HealthCheckService).check([() => indicator.isHealthy()]);
+  } catch (error) {
+    // terminus answers a failed check with a 503 ServiceUnavailableException carrying the result.
+    const response = (error as { getResponse?: () => unknown }).getResponse?.();
+    if (response === undefined) throw error;
+    return response;
+  }
+}
+
+async function handle(command: HostCommand): Promise<unknown> {
+  switch (command.cmd) {
+    case 'start': {
+      const app = await NestFactory.createApplicationContext(appModule(command.spec), { logger, abortOnError: false });
+      apps.set(command.spec.name, app);
+      if (command.spec.shutdownHooks) app.enableShutdownHooks();
+      const elector = app.get(LeaderElector);
+      return { candidateId: elector.candidateId, ns: elector.ns, isLeader: elector.isLeader, intervalMs: elector.intervalMs };
+    }
+    case 'close': {
+      const app = appNamed(command.app);
+      apps.delete(command.app);
+      const startedAt = Date.now();
+      await app.close();
+      return { startedAt, closedAt: Date.now() };
+    }
+    case 'health':
+      return health(appNamed(command.app));
+    case 'state': {
+      const elector = appNamed(command.app).get(LeaderElector);
+      return { isLeader: elector.isLeader, leaderId: elector.leaderId, term: elector.term, running: elector.running };
+    }
+    case 'stop-elector':
+      await appNamed(command.app).get(LeaderElector).stop();
+      return {};
+    case 'unmanaged-job':
+      // A @LeaderOnly method on an instance Nest did not create.
+      try {
+        await new Jobs('unmanaged').everySecond();
+        return { error: null };
+      } catch (error) {
+        return { error: (error as Error).name, message: (error as Error).message };
+      }
+    case 'declare':
+      // ElectionModule.forRoot's checks, at declaration time.
+      try {
+        ElectionModule.forRoot(command.options as never);
+        return { error: null };
+      } catch (error) {
+        return { error: (error as Error).name, parameter: (error as { parameter?: string }).parameter };
+      }
+    case 'exit':
+      for (const [name, app] of apps) {
+        apps.delete(name);
+        await app.close();
+      }
+      return {};
+  }
+}
+
+process.on('message', (message: { id: number } & HostCommand) => {
+  handle(message).then(
+    (reply) => process.send?.({ id: message.id, reply }),
+    (error: Error) => process.send?.({ id: message.id, error: { name: error.name, message: error.message, stack: error.stack } }),
+  );
+});
+process.on('unhandledRejection', (reason) => send('unhandled-rejection', { message: String((reason as Error)?.stack ?? reason) }));
+// The parent disconnects when it is done (or dies): nothing may outlive it.
+process.on('disconnect', () => process.exit(0));
+send('ready', { nest: (require('@nestjs/core/package.json') as { version: string }).version });
