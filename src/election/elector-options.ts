@@ -1,8 +1,23 @@
 import { randomUUID } from 'crypto';
+import { hostname } from 'os';
 import type { DataSource } from 'typeorm';
 import { ValidationError } from '../errors';
+import { DEFAULT_HISTORY_RETENTION_SECONDS } from './history';
+import { checkRetentionSeconds, DEFAULT_CANDIDATE_RETENTION_SECONDS } from './prune';
 import { defaultMonotonicClock, MonotonicClock } from './monotonic';
-import { checkCandidateId, checkExpireSeconds, checkNs, checkOptions, DEFAULT_EXPIRE_SECONDS } from './validate';
+import {
+  CandidateMetadata,
+  checkCandidateId,
+  checkEligible,
+  checkExpireSeconds,
+  checkMetadata,
+  checkNs,
+  checkOptions,
+  checkPriority,
+  DEFAULT_ELIGIBLE,
+  DEFAULT_EXPIRE_SECONDS,
+  DEFAULT_PRIORITY,
+} from './validate';
 
 /** One leadership, as handed to the callbacks and to `runIfLeader`. */
 export interface Lease {
@@ -53,10 +68,89 @@ export interface LeaderElectorOptions {
    * `false`. See `stopOnSignals` for more control.
    */
   handleSignals?: boolean;
+  /**
+   * Candidate rows expired for longer than this many seconds are deleted by the loop (at most
+   * once per {@link PRUNE_INTERVAL_MS} per DataSource, after a successful tick, never inside the
+   * election's transaction). Default {@link DEFAULT_CANDIDATE_RETENTION_SECONDS} (one day).
+   */
+  candidateRetentionSeconds?: number;
+  /**
+   * How long `stop()` may take, in ms. Leadership ends locally at once; the rest of a stop (the
+   * tick in flight, `onStoppedLeading`, the unregister that vacates the lease) gets this long, and
+   * whatever has not finished by then is abandoned: `stop()` resolves anyway and reports it as
+   * `'error'` (phase `stop`); a lease still held at the database then runs out by itself. Default
+   * `min(expireSeconds * 1000, {@link DEFAULT_STOP_TIMEOUT_MS})`. Must be > 0.
+   */
+  stopTimeoutMs?: number;
+  /**
+   * PostgreSQL: how followers learn of a vacancy without waiting for their next tick. `true`
+   * (default): LISTEN on one extra connection made from the DataSource's options. `{ url }`: that
+   * connection goes to this address instead (its parts override the DataSource's) — for a
+   * DataSource behind a transaction-mode pooler such as PgBouncer, which cannot carry LISTEN:
+   * point it at PostgreSQL itself. `false`: no LISTEN; hand-overs wait for the next tick.
+   * Ignored on other databases. A LISTEN that does not deliver (a NOTIFY sent through the
+   * DataSource has not arrived within `DEFAULT_LISTEN_PROBE_TIMEOUT_MS`, 5 s) is reported once as
+   * `'error'` (phase `listen`) and closed; ticks carry on.
+   */
+  listen?: boolean | { readonly url: string };
+  /**
+   * History rows of terms ended longer ago than this many seconds are deleted by the loop, like
+   * expired candidates (same schedule, never the leader row's lock). Default
+   * {@link DEFAULT_HISTORY_RETENTION_SECONDS} (30 days).
+   */
+  historyRetentionSeconds?: number;
+  /**
+   * Each tick measures the database clock minus this host's clock (`'tick'` event, metric
+   * `gemstone_election_db_clock_skew_seconds`). When the skew is beyond this many seconds — for
+   * certain, given the measurement's error bound — a warning is reported through `'error'`
+   * (phase `clock`), once per crossing. Default {@link DEFAULT_CLOCK_SKEW_WARNING_SECONDS} (1);
+   * `Infinity` turns the warning off.
+   */
+  clockSkewWarningSeconds?: number;
+  /**
+   * What this candidate says about itself, returned by `getLeader` and `getCandidates`: a JSON
+   * object of at most 4 KiB. Default {@link defaultElectorMetadata}: `{ host: os.hostname(),
+   * pid: process.pid }`. Written when the elector registers (its first elect) and again only if
+   * its candidate row had to be created anew, not on every tick.
+   */
+  metadata?: CandidateMetadata;
+  /**
+   * A leader hands its lease over to a live eligible candidate of strictly higher priority on
+   * its next tick; equal priorities never hand over. An integer. Default 0.
+   */
+  priority?: number;
+  /** False: register and observe (the `'leader'` event, `leaderId`) but never lead. Default true. */
+  eligible?: boolean;
 }
+
+/** The elector's metadata unless given: `{ host: os.hostname(), pid: process.pid }`. */
+export function defaultElectorMetadata(): CandidateMetadata {
+  return { host: hostname(), pid: process.pid };
+}
+
+/**
+ * Default threshold of the clock skew warning: 1 s. Leases are judged by the database clock alone
+ * and the local deadline by elapsed time, so skew never breaks the election; it misleads whatever
+ * compares the two clocks (a lease's `leaseExpiresAt` against `Date.now()`, log timelines). NTP
+ * keeps healthy hosts within milliseconds, and a healthy tick measures within a few: a second is
+ * far beyond both, so a warning means a clock is really off, yet small beside any lease.
+ */
+export const DEFAULT_CLOCK_SKEW_WARNING_SECONDS = 1;
+
+/**
+ * Upper default for `stopTimeoutMs`: 5000 ms. A stop normally takes one round trip; a statement
+ * that has not answered in 5 s is stuck (network cut, lock held elsewhere), and 5 s leaves room
+ * inside `stopOnSignals`' 10 s and a typical 30 s termination grace period.
+ */
+export const DEFAULT_STOP_TIMEOUT_MS = 5_000;
+
+/** The loop prunes expired candidates at most this often per DataSource: 60000 ms. */
+export const PRUNE_INTERVAL_MS = 60_000;
 
 /** `setTimeout` cannot wait longer than 2^31 - 1 ms; with +10% jitter the tick period must stay below. */
 export const MAX_INTERVAL_MS = 1_900_000_000;
+/** `setTimeout`'s longest delay (2^31 - 1 ms). */
+export const MAX_TIMER_MS = 2_147_483_647;
 /** Relative jitter applied to every tick period (±10%), so electors started together drift apart. */
 export const TICK_JITTER = 0.1;
 
@@ -72,6 +166,16 @@ export interface CheckedElectorOptions {
   clock: MonotonicClock;
   logger: ElectorLogger;
   handleSignals: boolean;
+  candidateRetentionSeconds: number;
+  stopTimeoutMs: number;
+  listen: false | { readonly url: string | undefined };
+  historyRetentionSeconds: number;
+  clockSkewWarningSeconds: number;
+  /** The metadata as JSON text (checked once, sent when registering). */
+  metadataJson: string;
+  metadata: CandidateMetadata;
+  priority: number;
+  eligible: boolean;
 }
 
 const KNOWN = [
@@ -86,6 +190,14 @@ const KNOWN = [
   'clock',
   'logger',
   'handleSignals',
+  'candidateRetentionSeconds',
+  'stopTimeoutMs',
+  'listen',
+  'historyRetentionSeconds',
+  'clockSkewWarningSeconds',
+  'metadata',
+  'priority',
+  'eligible',
 ] as const;
 
 function optionalFunction<T>(value: unknown, parameter: string): T | undefined {
@@ -95,6 +207,19 @@ function optionalFunction<T>(value: unknown, parameter: string): T | undefined {
 
 function isDataSource(value: unknown): value is DataSource {
   return typeof value === 'object' && value !== null && typeof (value as DataSource).createQueryRunner === 'function';
+}
+
+function checkListen(value: unknown): CheckedElectorOptions['listen'] {
+  if (value === undefined || value === true) return { url: undefined };
+  if (value === false) return false;
+  const o = checkOptions(value, ['url'] as const, 'options.listen');
+  if (typeof o.url !== 'string' || o.url.trim() === '') {
+    throw new ValidationError('options.listen.url', 'must be a non-empty PostgreSQL connection string (or pass listen: true / false)');
+  }
+  if (!/^postgres(ql)?:\/\//i.test(o.url)) {
+    throw new ValidationError('options.listen.url', 'must be a postgres:// or postgresql:// URL');
+  }
+  return Object.freeze({ url: o.url });
 }
 
 /** Validates the constructor options and fills in the defaults. */
@@ -123,12 +248,25 @@ export function checkElectorOptions(value: unknown): CheckedElectorOptions {
     if (given > MAX_INTERVAL_MS) throw new ValidationError('options.intervalMs', `must be at most ${MAX_INTERVAL_MS} ms (got ${given})`);
     intervalMs = given;
   }
+  let stopTimeoutMs = Math.min(leaseMs, DEFAULT_STOP_TIMEOUT_MS);
+  if (o.stopTimeoutMs !== undefined) {
+    const given = o.stopTimeoutMs;
+    if (typeof given !== 'number' || !Number.isFinite(given) || given <= 0 || given > MAX_TIMER_MS) {
+      throw new ValidationError('options.stopTimeoutMs', `must be a finite number of milliseconds > 0 and <= ${MAX_TIMER_MS} (got ${String(given)})`);
+    }
+    stopTimeoutMs = given;
+  }
+  const listen = checkListen(o.listen);
   const logger = o.logger as ElectorLogger | undefined;
   if (logger !== undefined && (typeof logger !== 'object' || logger === null || typeof logger.error !== 'function')) {
     throw new ValidationError('options.logger', 'must be an object with an error(message, error) method, like console');
   }
   if (o.handleSignals !== undefined && typeof o.handleSignals !== 'boolean') {
     throw new ValidationError('options.handleSignals', `must be a boolean (got ${typeof o.handleSignals})`);
+  }
+  const skewWarning = o.clockSkewWarningSeconds;
+  if (skewWarning !== undefined && (typeof skewWarning !== 'number' || Number.isNaN(skewWarning) || skewWarning <= 0)) {
+    throw new ValidationError('options.clockSkewWarningSeconds', `must be a number of seconds > 0, or Infinity for no warning (got ${String(skewWarning)})`);
   }
   return {
     dataSource: o.dataSource as DataSource | undefined,
@@ -142,5 +280,26 @@ export function checkElectorOptions(value: unknown): CheckedElectorOptions {
     clock: optionalFunction<MonotonicClock>(o.clock, 'options.clock') ?? defaultMonotonicClock,
     logger: logger ?? console,
     handleSignals: (o.handleSignals as boolean | undefined) ?? false,
+    candidateRetentionSeconds:
+      o.candidateRetentionSeconds === undefined
+        ? DEFAULT_CANDIDATE_RETENTION_SECONDS
+        : checkRetentionSeconds(o.candidateRetentionSeconds, 'options.candidateRetentionSeconds'),
+    stopTimeoutMs,
+    listen,
+    historyRetentionSeconds:
+      o.historyRetentionSeconds === undefined
+        ? DEFAULT_HISTORY_RETENTION_SECONDS
+        : checkRetentionSeconds(o.historyRetentionSeconds, 'options.historyRetentionSeconds'),
+    clockSkewWarningSeconds: (skewWarning as number | undefined) ?? DEFAULT_CLOCK_SKEW_WARNING_SECONDS,
+    ...checkedMetadata(o.metadata),
+    priority: o.priority === undefined ? DEFAULT_PRIORITY : checkPriority(o.priority, 'options.priority'),
+    eligible: o.eligible === undefined ? DEFAULT_ELIGIBLE : checkEligible(o.eligible, 'options.eligible'),
   };
+}
+
+function checkedMetadata(value: unknown): { metadata: CandidateMetadata; metadataJson: string } {
+  const metadata = value === undefined ? defaultElectorMetadata() : value;
+  const metadataJson = checkMetadata(metadata, 'options.metadata');
+  // A copy of what was checked: later changes to the caller's object do not reach the database half-way.
+  return { metadata: JSON.parse(metadataJson) as CandidateMetadata, metadataJson };
 }

@@ -1,13 +1,17 @@
 import { EventEmitter } from 'events';
 import type { DataSource } from 'typeorm';
 import { getDataSource } from '../db/default-data-source';
-import { GemstoneError, ValidationError } from '../errors';
-import { checkElectorOptions, CheckedElectorOptions, Lease, LeaderElectorOptions, TICK_JITTER } from './elector-options';
+import { EntitiesNotRegisteredError, GemstoneError, ValidationError } from '../errors';
+import { checkElectorOptions, CheckedElectorOptions, Lease, LeaderElectorOptions, MAX_TIMER_MS, PRUNE_INTERVAL_MS, TICK_JITTER } from './elector-options';
+import { assertEntitiesRegistered } from './entities-check';
+import { ElectorHealth, ElectorRole, TickHealth } from './health';
 import { LocalDeadline } from './monotonic';
-import { listenForLeaseChanges, ListenSubscriber } from './pg-listener';
+import { listenForLeaseChanges, ListenSubscriber, ListenTarget } from './pg-listener';
 import { ElectionService, ElectOutcome } from './service';
+import { pruneExpiredCandidates, pruneHistory } from './prune';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from './store';
+import { ClockSkewAlarm, ElectorTick, measureClockSkew } from './tick';
 
 /**
  * Why a leadership ended:
@@ -15,9 +19,13 @@ import type { LeaseChange } from './store';
  *   elector's back (`resign`/`unregisterCandidate` by someone else);
  * - `lease-expired-locally`: no renewal succeeded before the local deadline (database down or
  *   slow, network cut, event loop blocked, process paused);
- * - `stopped`: `stop()` was called.
+ * - `stopped`: `stop()` was called;
+ * - `handed-over`: a live eligible candidate of strictly higher priority appeared (or this
+ *   elector is not eligible): leadership ends as on `stop()` — the signal aborts,
+ *   `onStoppedLeading` is awaited — then the lease is vacated for the preferred candidate while
+ *   this elector stays a candidate.
  */
-export type DemotionReason = 'lost' | 'lease-expired-locally' | 'stopped';
+export type DemotionReason = 'lost' | 'lease-expired-locally' | 'stopped' | 'handed-over';
 
 /** The `reason` of an aborted `lease.signal`. */
 export class LeadershipEndedError extends GemstoneError {
@@ -34,7 +42,7 @@ export class LeadershipEndedError extends GemstoneError {
 }
 
 /** What failed inside the loop; the loop carries on (a tick is retried on the next tick). */
-export type ElectorErrorPhase = 'tick' | 'listen' | 'callback' | 'stop';
+export type ElectorErrorPhase = 'tick' | 'listen' | 'callback' | 'stop' | 'prune' | 'clock' | 'hand-over';
 
 /** An error the elector reports through `'error'` (or its logger); the original is its `cause`. */
 export class LeaderElectorError extends GemstoneError {
@@ -59,8 +67,16 @@ export interface LeaderElectorEvents {
   demoted: [lease: Lease, reason: DemotionReason];
   /** The observed leader or term changed (`null, null` when the lease is known to be vacant). */
   leader: [leaderId: string | null, term: number | null];
-  /** A tick, the LISTEN connection or a callback failed; the loop carries on. */
+  /**
+   * A tick, the LISTEN connection or a callback failed, or (phase `clock`) the database clock is
+   * off this host's by more than `clockSkewWarningSeconds`; the loop carries on.
+   */
   error: [error: LeaderElectorError];
+  /**
+   * A tick's `elect` answered or failed: outcome, duration and the database clock's skew. For
+   * observers such as `gemstone-utils/metrics`; emitted after the tick's other events.
+   */
+  tick: [tick: ElectorTick];
 }
 
 interface Leadership {
@@ -74,8 +90,25 @@ interface Leadership {
 
 type State = 'idle' | 'starting' | 'running' | 'stopping';
 
-/** `setTimeout`'s longest delay; a longer deadline is re-armed in steps. */
-const MAX_TIMER_MS = 2_147_483_647;
+/** When a loop last started pruning each DataSource (monotonic ms): one prune per interval, however many electors. */
+const lastPrune = new WeakMap<DataSource, number>();
+
+/**
+ * Whether `promise` settles within `ms` (true) or not (false: its outcome is left to it). The
+ * timer does not keep the process alive.
+ */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, Math.min(ms, MAX_TIMER_MS)));
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * The loop a worker runs: one `elect` per tick (which is also the heartbeat), callbacks and
@@ -97,14 +130,23 @@ const MAX_TIMER_MS = 2_147_483_647;
  *
  * Not guaranteed: that leader work stops when the signal aborts (it has to watch it), nor that a
  * write commits only under the current leader — that is what `assertLeader` with `lease.term`
- * in the write's transaction is for (see the README's fencing pattern).
+ * in the write's transaction is for (see the fencing pattern in docs/protocol.md).
  */
 export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   readonly #o: CheckedElectorOptions;
   #service: ElectionService | undefined;
   #state: State = 'idle';
-  #starting: Promise<void> | undefined;
-  #stopping: Promise<void> | undefined;
+  #dataSource: DataSource | undefined;
+  /** The prune in flight, if any: stop() waits for it. */
+  #pruning: Promise<void> | undefined;
+  /** Messages of misconfiguration errors already reported since the last successful tick. */
+  readonly #reportedMisconfigurations = new Set<string>();
+  /** What the latest start()/stop() asked for. */
+  #want: 'run' | 'stop' = 'stop';
+  /** The driver moving the state towards #want, while one runs. */
+  #driving: Promise<void> | undefined;
+  /** The lease held when a stop began: its vacancy is observed once the stop unregistered. */
+  #heldAtStop: Lease | undefined;
   #tickTimer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   #tickAgain = false;
@@ -114,13 +156,30 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   /** Orders observations: term * 2, + 1 once that term's lease is known vacated. */
   #observedRank = -1;
   #stoppedCallbacks = new Set<Promise<void>>();
+  /**
+   * Counts completed stops. A tick or prune begun before a stop that abandoned it (see
+   * `stopTimeoutMs`) compares it and ignores its own late outcome.
+   */
+  #run = 0;
+  /** performance.now() by which the current stop must have resolved. */
+  #stopBy: number | undefined;
+  /** The #stop under way, if any (it bounds and reports its own steps). */
+  #stopping: Promise<void> | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   #removeSignalHandlers: (() => void) | undefined;
+  readonly #health: TickHealth;
+  readonly #skewAlarm: ClockSkewAlarm;
+  /** The hand-over in progress (waiting for onStoppedLeading, then resigning), if any. */
+  #handingOver: Promise<void> | undefined;
+  /** Send the metadata with the next elect: when registering, and when the last elect found no candidate row. */
+  #sendMetadata = true;
 
   /** Validates the options (throws {@link ValidationError} naming the option); touches no database. */
   constructor(options?: LeaderElectorOptions) {
     super();
     this.#o = checkElectorOptions(options);
+    this.#health = new TickHealth(this.#o.clock, this.#o.expireSeconds * 1000);
+    this.#skewAlarm = new ClockSkewAlarm(this.#o.clockSkewWarningSeconds);
   }
 
   get ns(): string {
@@ -135,6 +194,11 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   /** Lease and candidate expiry in seconds. */
   get expireSeconds(): number {
     return this.#o.expireSeconds;
+  }
+
+  /** How long `stop()` may take, in ms (default `min(expireSeconds * 1000, DEFAULT_STOP_TIMEOUT_MS)`). */
+  get stopTimeoutMs(): number {
+    return this.#o.stopTimeoutMs;
   }
 
   /** The tick period in ms (each tick is jittered by ±10%). */
@@ -167,6 +231,25 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     return this.#observedLeader;
   }
 
+  /**
+   * For liveness and readiness probes: synchronous, no query. `ok` is false when the elector is
+   * not running, when no tick has succeeded for longer than the lease (database unreachable, a
+   * statement hanging, the process paused or its event loop blocked — measured by the monotonic
+   * and the wall clock, so it says so at once after a pause, before any timer has run), or when a
+   * leader's renewal is overdue past its local deadline. Like {@link isLeader}, reading it ends an
+   * overdue leadership on the spot. `lastError` is the failed latest tick's error, cleared by the
+   * next successful tick.
+   */
+  health(): ElectorHealth {
+    let role: ElectorRole = 'stopped';
+    let leaderOverdue = false;
+    if (this.#active) {
+      leaderOverdue = this.#leadership !== undefined && this.#leadership.deadline.passed;
+      role = this.#currentLeadership() ? 'leader' : 'follower';
+    }
+    return this.#health.report(role, leaderOverdue);
+  }
+
   /** Whether the loop is running (between `start()` and `stop()`). */
   get running(): boolean {
     return this.#state === 'starting' || this.#state === 'running';
@@ -178,33 +261,14 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
    * `isLeader` tells its outcome. Database errors do not reject it: they are reported as
    * `'error'` and retried on the next tick. Rejects only when there is no usable DataSource.
    * Calling it again while running is harmless.
+   *
+   * `start()` and `stop()` may be called in any order at any time: the latest call wins. After
+   * `stop(); start()` the elector runs again once the stop's hand-over has completed; after
+   * `start(); stop()` it ends stopped (and the start resolves).
    */
   start(): Promise<void> {
-    if (this.#starting) return this.#starting;
-    if (this.#state === 'running') return Promise.resolve();
-    const starting = this.#start().catch((error: unknown) => {
-      if (this.#starting === starting) this.#starting = undefined;
-      throw error;
-    });
-    this.#starting = starting;
-    return starting;
-  }
-
-  async #start(): Promise<void> {
-    if (this.#stopping) await this.#stopping;
-    const dataSource = this.#o.dataSource ?? getDataSource();
-    if (!dataSource.isInitialized) {
-      throw new ValidationError(
-        'options.dataSource',
-        'is not initialized: call `await initDb(dataSource)` before `elector.start()`',
-      );
-    }
-    this.#service = new ElectionService(dataSource, { expireSeconds: this.#o.expireSeconds });
-    this.#state = 'starting';
-    if (this.#o.handleSignals) this.#removeSignalHandlers = stopOnSignals(this);
-    if (dataSource.options.type === 'postgres') await this.#listen(dataSource);
-    await this.#tickLoop();
-    if (this.#state === 'starting') this.#state = 'running';
+    this.#want = 'run';
+    return this.#drive();
   }
 
   /**
@@ -212,45 +276,178 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
    * for a tick in flight and for `onStoppedLeading` to settle (so leader work can finish before
    * anyone else starts), then unregisters — which vacates a held lease, so another elector takes
    * over at once (PostgreSQL) or on its next tick. Never rejects: a failed unregister is reported
-   * as `'error'` (the lease then runs out by itself). A database call that hangs (no statement
-   * timeout, network partition) delays it: configure your driver's timeouts.
+   * as `'error'` (the lease then runs out by itself).
+   *
+   * Resolves within `stopTimeoutMs` (default `min(lease, 5 s)`) whatever the database does: a
+   * statement that hangs (network cut, lock held elsewhere) is abandoned at that bound and reported
+   * as `'error'` (phase `stop`); the lease, if still held at the database, then runs out by itself.
+   * A stop that waited for `onStoppedLeading` in vain does not vacate the lease, so the next
+   * leader cannot start beside leader work still running. A `start()` called after it wins: the
+   * elector then runs again once this stop has completed.
    */
   stop(): Promise<void> {
-    if (this.#stopping) return this.#stopping;
-    if (this.#state === 'idle' && !this.#starting) return Promise.resolve();
-    this.#stopping = this.#stop().finally(() => {
-      this.#stopping = undefined;
+    this.#want = 'stop';
+    // A stop under way keeps its bound; otherwise the bound counts from this call.
+    if (this.#state !== 'stopping' || this.#stopBy === undefined) this.#stopBy = performance.now() + this.#o.stopTimeoutMs;
+    const stopBy = this.#stopBy;
+    // Leader work stops now, not when the driver gets to it.
+    if (this.#active) this.#halt();
+    const driving = this.#drive().catch(() => undefined);
+    // A start() stuck in its first statement holds the driver: the bound holds for it too.
+    return settlesWithin(driving, stopBy - performance.now()).then(async (inTime) => {
+      if (inTime || this.#want !== 'stop') return;
+      // A running #stop bounds its own steps by the same instant and reports what it abandoned:
+      // it is done within a few timer turns.
+      if (this.#stopping) await this.#stopping;
+      else this.#report(this.#stopTimedOut(['start() (its LISTEN connection or first elect has not answered)']));
     });
-    return this.#stopping;
   }
 
-  async #stop(): Promise<void> {
-    const starting = this.#starting;
+  #stopTimedOut(pending: readonly string[]): LeaderElectorError {
+    return new LeaderElectorError(
+      'stop',
+      this,
+      `stop() resolved after stopTimeoutMs (${this.#o.stopTimeoutMs} ms) without ${pending.join(', ')}; ` +
+        `a lease still held at the database runs out by itself within expireSeconds (${this.#o.expireSeconds} s) of its last renewal`,
+      new Error('abandoned: set statement/connection timeouts and TCP keepalives on the DataSource so a hung call fails'),
+    );
+  }
+
+  /** Moves the elector towards `#want` until it is there; one driver at a time. */
+  #drive(): Promise<void> {
+    if (this.#driving) return this.#driving;
+    if (this.#state === (this.#want === 'run' ? 'running' : 'idle')) return Promise.resolve();
+    const driving = this.#driveLoop();
+    this.#driving = driving;
+    return driving;
+  }
+
+  async #driveLoop(): Promise<void> {
+    // Lets #drive record this promise before the loop can finish and clear it.
+    await Promise.resolve();
+    try {
+      for (;;) {
+        if (this.#state === 'stopping') {
+          await this.#stopOnce();
+        } else if (this.#want === 'stop' && this.#active) {
+          this.#halt();
+        } else if (this.#want === 'run' && this.#state === 'idle') {
+          await this.#startOrUndo();
+        } else {
+          // Cleared in the same synchronous step as the last check: a later call starts a new driver.
+          this.#driving = undefined;
+          return;
+        }
+      }
+    } catch (error) {
+      this.#driving = undefined;
+      throw error;
+    }
+  }
+
+  /** #start; when it fails, the elector is left idle and stays stopped until the next start(). */
+  async #startOrUndo(): Promise<void> {
+    try {
+      await this.#start();
+    } catch (error) {
+      this.#want = 'stop';
+      if (this.#active) this.#halt();
+      if (this.#state === 'stopping') await this.#stopOnce();
+      throw error;
+    }
+  }
+
+  async #start(): Promise<void> {
+    const dataSource = this.#o.dataSource ?? getDataSource();
+    if (!dataSource.isInitialized) {
+      throw new ValidationError(
+        'options.dataSource',
+        'is not initialized: call `await initDb(dataSource)` before `elector.start()`',
+      );
+    }
+    // A DataSource without the entities fails every tick the same way: refuse it up front.
+    assertEntitiesRegistered(dataSource);
+    this.#service = new ElectionService(dataSource, { expireSeconds: this.#o.expireSeconds });
+    this.#dataSource = dataSource;
+    this.#health.started();
+    this.#sendMetadata = true;
+    this.#state = 'starting';
+    if (this.#o.handleSignals) this.#removeSignalHandlers = stopOnSignals(this);
+    if (dataSource.options.type === 'postgres' && this.#o.listen) await this.#listen(dataSource, this.#o.listen);
+    // stop() may have been called while LISTEN was being set up.
+    if (this.#state !== 'starting') return;
+    await this.#tickLoop();
+    if (this.#state === 'starting') this.#state = 'running';
+  }
+
+  /** The synchronous first half of a stop: no more ticks, leadership ends at once. */
+  #halt(): void {
     this.#state = 'stopping';
     clearTimeout(this.#tickTimer);
     this.#tickTimer = undefined;
-    // Leader work stops first; a tick still in flight can no longer renew (its answer is ignored).
-    let held = this.#leadership?.lease;
+    // A tick still in flight can no longer renew (its answer is ignored).
+    this.#heldAtStop ??= this.#leadership?.lease;
     this.#demote('stopped');
-    await starting?.catch(() => undefined);
-    if (this.#starting === starting) this.#starting = undefined;
-    await this.#ticking;
+  }
+
+  async #stopOnce(): Promise<void> {
+    const stopping = this.#stop();
+    this.#stopping = stopping;
+    try {
+      await stopping;
+    } finally {
+      this.#stopping = undefined;
+    }
+  }
+
+  /**
+   * The rest of a stop, after #halt: waits for the loop, then hands over — each step only as long
+   * as the stop's bound leaves (see `stopTimeoutMs`); what has not settled by then is abandoned.
+   */
+  async #stop(): Promise<void> {
+    const stopBy = this.#stopBy ?? performance.now() + this.#o.stopTimeoutMs;
+    const left = () => stopBy - performance.now();
+    const pending: string[] = [];
+    const ticked = await settlesWithin(Promise.all([this.#ticking, this.#pruning, this.#handingOver]), left());
+    if (!ticked) pending.push('the elect in flight answering');
     // start() may have been mid-way through its first elect, which could have made us leader in
     // the database without a local leadership: unregister below vacates it either way.
-    held ??= this.#leadership?.lease;
+    const held = this.#heldAtStop ?? this.#leadership?.lease;
+    this.#heldAtStop = undefined;
     this.#demote('stopped');
-    await Promise.all([...this.#stoppedCallbacks]);
-    if (this.#service) {
-      try {
-        await this.#service.unregisterCandidate(this.candidateId, { ns: this.ns });
-        if (held) this.#observe(null, held.term);
-      } catch (error) {
-        this.#report(new LeaderElectorError('stop', this, 'unregistering failed; the lease and candidate row will expire by themselves', error));
+    const finished = await settlesWithin(Promise.all([...this.#stoppedCallbacks]), left());
+    if (!finished) pending.push('onStoppedLeading settling (the lease is left to run out, not vacated)');
+    // Vacating while leader work still runs would let the next leader start beside it. After an
+    // abandoned elect it is still sent: it is never worse than leaving the lease to run out.
+    if (this.#service && finished) {
+      let failed: unknown;
+      const unregistering = this.#service.unregisterCandidate(this.candidateId, { ns: this.ns }).catch((error: unknown) => {
+        failed = error ?? new Error('unregisterCandidate failed');
+      });
+      if (!(await settlesWithin(unregistering, left()))) {
+        pending.push('unregistering (vacating the lease)');
+      } else if (failed !== undefined) {
+        this.#report(new LeaderElectorError('stop', this, 'unregistering failed; the lease and candidate row will expire by themselves', failed));
+      } else if (held) {
+        this.#observe(null, held.term);
       }
     }
     const unlisten = this.#unlisten;
     this.#unlisten = undefined;
-    await unlisten?.().catch((error: unknown) => this.#report(new LeaderElectorError('listen', this, 'closing the LISTEN connection failed', error)));
+    if (unlisten) {
+      const closing = unlisten().catch((error: unknown) => this.#report(new LeaderElectorError('listen', this, 'closing the LISTEN connection failed', error)));
+      // Closing bounds itself (it does not wait long for the server's goodbye).
+      await settlesWithin(closing, left());
+    }
+    if (pending.length > 0) {
+      // Whatever is still in flight belongs to this run: its late outcome is ignored.
+      this.#ticking = undefined;
+      this.#pruning = undefined;
+      this.#stoppedCallbacks = new Set();
+      this.#report(this.#stopTimedOut(pending));
+    }
+    this.#run++;
+    this.#stopBy = undefined;
     this.#removeSignalHandlers?.();
     this.#removeSignalHandlers = undefined;
     this.#state = 'idle';
@@ -287,19 +484,22 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     }
     clearTimeout(this.#tickTimer);
     this.#tickTimer = undefined;
-    const run = async () => {
+    const run = this.#run;
+    const loop = async () => {
       do {
         this.#tickAgain = false;
-        await this.#tick();
-      } while (this.#tickAgain && this.#active);
+        await this.#tick(run);
+      } while (this.#tickAgain && this.#active && this.#run === run);
     };
-    this.#ticking = run();
+    const ticking = loop();
+    this.#ticking = ticking;
     try {
-      await this.#ticking;
+      await ticking;
     } finally {
-      this.#ticking = undefined;
+      if (this.#ticking === ticking) this.#ticking = undefined;
     }
-    if (this.#active) this.#schedule();
+    // A loop abandoned by a bounded stop must not schedule beside the loop of a later start().
+    if (this.#active && this.#run === run) this.#schedule();
   }
 
   #schedule(): void {
@@ -316,7 +516,8 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     if (this.#active) void this.#tickLoop();
   }
 
-  async #tick(): Promise<void> {
+  /** One elect; `run` is the {@link #run} it belongs to (a late answer of an abandoned run is ignored). */
+  async #tick(run: number): Promise<void> {
     const service = this.#service;
     if (!service) return;
     // Taken before the statement is sent: the database cannot grant the lease any earlier.
@@ -324,35 +525,112 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     // A hung statement (network cut, lock held elsewhere) blocks the loop: say so once per lease.
     const leaseMs = this.#o.expireSeconds * 1000;
     const hung = setTimeout(() => {
-      this.#report(
-        new LeaderElectorError(
-          'tick',
-          this,
-          `elect has not answered within the lease (${leaseMs} ms); still waiting, no other tick runs meanwhile`,
-          new Error('set statement/connection timeouts on the DataSource so a hung call fails'),
-        ),
+      if (this.#run !== run) return;
+      const error = new LeaderElectorError(
+        'tick',
+        this,
+        `elect has not answered within the lease (${leaseMs} ms); still waiting, no other tick runs meanwhile`,
+        new Error('set statement/connection timeouts on the DataSource so a hung call fails'),
       );
+      this.#health.failed(error);
+      this.#report(error);
     }, Math.min(leaseMs, MAX_TIMER_MS));
     hung.unref();
+    const sentAtWallMs = deadline.startedAt.getTime();
+    const sentAt = performance.now();
     let outcome: ElectOutcome;
+    // Priority and eligibility go with every elect: the statement decides by them, and a row
+    // recreated without them (unregistered behind this elector's back) must not make an
+    // ineligible elector a leader. Metadata (up to 4 KiB) goes only when registering, and again
+    // after an elect found the row missing: a renewal writes no more than a heartbeat does.
+    const sendingMetadata = this.#sendMetadata;
+    const { priority, eligible } = this.#o;
     try {
-      outcome = await service.electOutcome(this.candidateId, { ns: this.ns });
+      outcome = await service.electOutcome(this.candidateId, {
+        ns: this.ns,
+        priority,
+        eligible,
+        ...(sendingMetadata ? { metadata: this.#o.metadata } : {}),
+      });
     } catch (error) {
-      this.#report(new LeaderElectorError('tick', this, `elect failed (retrying in about ${Math.round(this.#o.intervalMs)} ms)`, error));
+      if (this.#run !== run) return;
+      const durationMs = performance.now() - sentAt;
+      const failure = new LeaderElectorError('tick', this, `elect failed (retrying in about ${Math.round(this.#o.intervalMs)} ms)`, error);
+      this.#health.failed(failure);
+      if (!this.#isRepeatedMisconfiguration(error)) this.#report(failure);
       this.#currentLeadership(); // demotes if the deadline passed while the statement hung
+      this.#emitTick({ outcome: 'error', durationMs, leaderId: null, term: null, clockSkew: null, error: failure });
       return;
     } finally {
       clearTimeout(hung);
     }
+    // The late answer of a tick abandoned by a bounded stop: the run it belonged to is over.
+    if (this.#run !== run) return;
+    const durationMs = performance.now() - sentAt;
+    this.#reportedMisconfigurations.clear();
+    this.#sendMetadata = !sendingMetadata && !outcome.wasRegistered;
+    this.#health.succeeded(deadline);
+    const clockSkew = measureClockSkew(outcome.databaseNow, sentAtWallMs, durationMs);
     // stop() was called meanwhile: it ends any leadership and vacates the lease itself.
-    if (!this.#active) return;
-    this.#apply(outcome, deadline);
+    if (this.#active) {
+      this.#apply(outcome, deadline);
+      this.#maybePrune();
+    }
+    const tickOutcome = outcome.acquired ? 'acquired' : outcome.isLeader ? 'renewed' : 'follower';
+    this.#emitTick({ outcome: tickOutcome, durationMs, leaderId: outcome.leaderId, term: outcome.term, clockSkew, error: null });
+    const warning = this.#skewAlarm.check(clockSkew);
+    if (warning) {
+      this.#report(
+        new LeaderElectorError('clock', this, warning, new Error('leases are judged by the database clock alone; check NTP on this host and the database server')),
+      );
+    }
+  }
+
+  #emitTick(tick: Omit<ElectorTick, 'ns' | 'candidateId' | 'durationSeconds'> & { durationMs: number }): void {
+    const { durationMs, ...rest } = tick;
+    this.#emitSafely('tick', Object.freeze({ ns: this.ns, candidateId: this.candidateId, durationSeconds: durationMs / 1000, ...rest }));
+  }
+
+  /**
+   * Deletes long-expired candidate rows and old history rows, after a successful tick and outside its transaction, at
+   * most once per {@link PRUNE_INTERVAL_MS} per DataSource. Not awaited: the tick goes on.
+   */
+  #maybePrune(): void {
+    const dataSource = this.#dataSource;
+    if (!dataSource || this.#pruning) return;
+    const now = performance.now();
+    const last = lastPrune.get(dataSource);
+    if (last !== undefined && now - last < PRUNE_INTERVAL_MS) return;
+    lastPrune.set(dataSource, now);
+    const run = this.#run;
+    const pruning: Promise<void> = pruneExpiredCandidates(dataSource, { retentionSeconds: this.#o.candidateRetentionSeconds })
+      .then(() => pruneHistory(dataSource, { retentionSeconds: this.#o.historyRetentionSeconds }))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if (this.#run === run) this.#report(new LeaderElectorError('prune', this, 'pruning expired candidates or old history failed (retried later)', error));
+        },
+      )
+      .finally(() => {
+        if (this.#pruning === pruning) this.#pruning = undefined;
+      });
+    this.#pruning = pruning;
   }
 
   #apply(outcome: ElectOutcome, deadline: LocalDeadline): void {
+    if (outcome.isLeader && (outcome.handOver || this.#handingOver)) {
+      // Held in the database, but to be given up: no (new) local leadership.
+      this.#demote('handed-over');
+      if (outcome.handOver) this.#handOver(outcome.term);
+      this.#observe(outcome.leaderId, outcome.term);
+      return;
+    }
     const current = this.#currentLeadership();
     if (outcome.isLeader && !deadline.passed) {
-      if (current && current.lease.term === outcome.term) {
+      // A renewal keeps the lease. An acquisition that hands out the term we believe we hold is
+      // another grant of that number (ours was lost, e.g. with an unreplicated commit): a new
+      // leadership, so that work fenced by the old lease stops.
+      if (current && current.lease.term === outcome.term && !outcome.acquired) {
         current.deadline = deadline;
         this.#armDeadline(current);
       } else {
@@ -364,6 +642,34 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     }
     // An answer that arrived after its own deadline grants nothing: the next tick renews.
     this.#observe(outcome.leaderId, outcome.term);
+  }
+
+  /**
+   * Gives the lease of `term` up as `stop()` does, but stays a candidate: leadership has already
+   * ended locally (signal aborted); once `onStoppedLeading` has settled — so the next leader
+   * starts after this one's work is finished — the lease is vacated (`resign`), which on
+   * PostgreSQL announces the vacancy to the preferred candidate at once. Meanwhile the ticks
+   * keep renewing the lease in the database, so nobody else starts early. One transaction
+   * beyond the tick's, only on a hand-over; a failed resign is reported and retried by the
+   * next tick (which reports the hand-over again).
+   */
+  #handOver(term: number): void {
+    if (this.#handingOver) return;
+    const service = this.#service;
+    const handing = (async () => {
+      await Promise.all([...this.#stoppedCallbacks]);
+      // stop() vacates the lease itself.
+      if (!this.#active || !service) return;
+      try {
+        await service.handOver(this.candidateId, { ns: this.ns });
+        this.#observe(null, term);
+      } catch (error) {
+        this.#report(new LeaderElectorError('hand-over', this, 'vacating the lease for a preferred candidate failed (retried on the next tick)', error));
+      }
+    })();
+    this.#handingOver = handing.finally(() => {
+      this.#handingOver = undefined;
+    });
   }
 
   // ---- leadership -----------------------------------------------------------------------------
@@ -440,14 +746,15 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
 
   // ---- PostgreSQL LISTEN ----------------------------------------------------------------------
 
-  async #listen(dataSource: DataSource): Promise<void> {
+  async #listen(dataSource: DataSource, target: ListenTarget): Promise<void> {
     const subscriber: ListenSubscriber = {
       ns: this.ns,
       onChange: (change) => this.#onLeaseChange(change),
       onError: (error) => this.#report(new LeaderElectorError('listen', this, 'the PostgreSQL LISTEN connection failed (reconnecting with backoff; ticks go on)', error)),
       onResync: () => this.#kick(),
+      onUnavailable: (error) => this.#report(new LeaderElectorError('listen', this, 'LISTEN does not deliver notifications here; falling back to ticks', error)),
     };
-    this.#unlisten = await listenForLeaseChanges(dataSource, subscriber);
+    this.#unlisten = await listenForLeaseChanges(dataSource, subscriber, target);
   }
 
   #onLeaseChange(change: LeaseChange): void {
@@ -462,11 +769,25 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     }
     // Our own acquisitions are observed through the tick that made them (in order with 'elected').
     if (change.leaderId === this.candidateId) return;
-    if (current && change.term > current.lease.term) this.#demote('lost');
+    // Someone else holds the lease at our term or a later one. The same term for another leader
+    // happens when the database lost our grant (a failover to a replica that had not received it)
+    // and granted that number again: it is no longer ours either way.
+    if (current && change.term >= current.lease.term) this.#demote('lost');
     this.#observe(change.leaderId, change.term);
   }
 
   // ---- errors ---------------------------------------------------------------------------------
+
+  /**
+   * A misconfiguration (missing entities) fails every tick with the same message: it is reported
+   * once per distinct message until a tick succeeds, not once per tick.
+   */
+  #isRepeatedMisconfiguration(error: unknown): boolean {
+    if (!(error instanceof EntitiesNotRegisteredError)) return false;
+    if (this.#reportedMisconfigurations.has(error.message)) return true;
+    this.#reportedMisconfigurations.add(error.message);
+    return false;
+  }
 
   /** Calls user code; a throw or rejection is reported, never propagated. */
   #callback(name: string, fn: () => unknown): Promise<void> {
@@ -479,7 +800,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     }
   }
 
-  #emitSafely<K extends 'elected' | 'demoted' | 'leader'>(event: K, ...args: LeaderElectorEvents[K]): void {
+  #emitSafely<K extends 'elected' | 'demoted' | 'leader' | 'tick'>(event: K, ...args: LeaderElectorEvents[K]): void {
     try {
       (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
     } catch (error) {

@@ -5,16 +5,17 @@ import 'reflect-metadata';
  * @packageDocumentation
  */
 import { GemstoneDB } from '../db/registry';
-import { ElectionCandidate, ElectionLeader } from '../../entities';
+import { ElectionCandidate, ElectionHistory, ElectionLeader } from '../../entities';
 import { electionMigrations } from '../../migrations';
 import { electionTables } from './schema';
 
-GemstoneDB.register({ entities: [ElectionCandidate, ElectionLeader], migrations: electionMigrations, installers: [electionTables] });
+GemstoneDB.register({ entities: [ElectionCandidate, ElectionLeader, ElectionHistory], migrations: electionMigrations, installers: [electionTables] });
 
-export { ElectionCandidate, ElectionLeader };
-export { GemstoneElectionTables1763683200000, electionMigrations } from '../../migrations';
+export { ElectionCandidate, ElectionLeader, ElectionHistory };
+export type { HistoryEndReason } from '../../entities';
+export { GemstoneElectionTables1763683200000, GemstoneElectionIdentity1795392000000, electionMigrations } from '../../migrations';
 export { ElectionService } from './service';
-export type { ElectionServiceOptions, ElectOutcome, LeaderInfo } from './service';
+export type { ElectionServiceOptions, ElectOutcome, LeaderInfo, CandidateInfo, CandidateCallOptions } from './service';
 export {
   defaultElectionService,
   setExpire,
@@ -23,23 +24,58 @@ export {
   elect,
   isLeader,
   listCandidates,
+  getCandidates,
   unregisterCandidate,
   getLeader,
   resign,
+  handOver,
   assertLeader,
+  watch,
+  getHistory,
 } from './functions';
-export type { CallOptions } from './validate';
-export { DEFAULT_NS, DEFAULT_EXPIRE_SECONDS, MAX_EXPIRE_SECONDS, MAX_NS_LENGTH } from './validate';
-export { CANDIDATE_TABLE, LEADER_TABLE } from './schema';
+export { DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, DEFAULT_HISTORY_RETENTION_SECONDS } from './history';
+export type { HistoryEntry, GetHistoryOptions } from './history';
+export { LeaderWatch, DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS, DEFAULT_WATCH_RETRY_MAX_MS } from './watch';
+export type { LeaderChange, WatchOptions, WatchFunctionOptions } from './watch';
+export type { CallOptions, CandidateOptions, CandidateMetadata, JsonValue } from './validate';
+export {
+  DEFAULT_NS,
+  DEFAULT_EXPIRE_SECONDS,
+  MAX_EXPIRE_SECONDS,
+  MAX_NS_LENGTH,
+  MAX_METADATA_BYTES,
+  DEFAULT_PRIORITY,
+  DEFAULT_ELIGIBLE,
+  MIN_PRIORITY,
+  MAX_PRIORITY,
+} from './validate';
+export { CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, DDL_LOCK_TIMEOUT_MS, DDL_LOCK_ATTEMPTS } from './schema';
 export { NOTIFY_CHANNEL } from './store';
 export type { LeaseChange } from './store';
 export type { Session } from '../db/session';
-export { GemstoneError, ValidationError, NotLeaderError, NotInitializedError } from '../errors';
+export { GemstoneError, ValidationError, NotLeaderError, NotInitializedError, SqliteTransactionOpenError, SessionRequiredError } from '../errors';
 export { LeaderElector, LeadershipEndedError, LeaderElectorError } from './elector';
 export type { DemotionReason, ElectorErrorPhase, LeaderElectorEvents } from './elector';
-export { MAX_INTERVAL_MS, TICK_JITTER } from './elector-options';
+export type { ElectorHealth, ElectorRole } from './health';
+export type { ElectorTick, TickOutcome, ClockSkew } from './tick';
+export {
+  MAX_INTERVAL_MS,
+  TICK_JITTER,
+  PRUNE_INTERVAL_MS,
+  DEFAULT_CLOCK_SKEW_WARNING_SECONDS,
+  DEFAULT_STOP_TIMEOUT_MS,
+  defaultElectorMetadata,
+} from './elector-options';
+export { pruneExpiredCandidates, pruneHistory, DEFAULT_CANDIDATE_RETENTION_SECONDS, PRUNE_BATCH_ROWS, PRUNE_MAX_BATCHES } from './prune';
+export type { PruneExpiredCandidatesOptions, PruneHistoryOptions } from './prune';
 export type { Lease, LeaderElectorOptions, ElectorLogger } from './elector-options';
 export type { MonotonicClock } from './monotonic';
 export { stopOnSignals, DEFAULT_SHUTDOWN_SIGNALS, DEFAULT_SHUTDOWN_TIMEOUT_MS } from './shutdown';
 export type { StopOnSignalsOptions, Stoppable } from './shutdown';
-export { DEFAULT_LISTEN_RECONNECT_MIN_MS, DEFAULT_LISTEN_RECONNECT_MAX_MS, DEFAULT_LISTEN_CONNECT_TIMEOUT_MS, LISTEN_APPLICATION_NAME } from './pg-listener';
+export {
+  DEFAULT_LISTEN_RECONNECT_MIN_MS,
+  DEFAULT_LISTEN_RECONNECT_MAX_MS,
+  DEFAULT_LISTEN_CONNECT_TIMEOUT_MS,
+  DEFAULT_LISTEN_PROBE_TIMEOUT_MS,
+  LISTEN_APPLICATION_NAME,
+} from './pg-listener';

@@ -44,6 +44,11 @@ export class LocalDeadline {
     return Math.min(monotonicLeft, wallLeft);
   }
 
+  /** The host's wall-clock time when the deadline started. */
+  get startedAt(): Date {
+    return new Date(this.#wallStart);
+  }
+
   get passed(): boolean {
     return this.remainingMs() <= 0;
   }

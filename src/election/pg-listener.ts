@@ -1,5 +1,10 @@
+import { randomUUID } from 'crypto';
 import type { DataSource } from 'typeorm';
 import type { ClientConfig, Client as PgClient, Notification } from 'pg';
+import { contextOf } from '../db/context';
+import { execute } from '../db/session';
+import { sql } from '../db/sql';
+import { LEADER_TABLE } from './schema';
 import { NOTIFY_CHANNEL, LeaseChange } from './store';
 
 /**
@@ -21,6 +26,12 @@ export const DEFAULT_LISTEN_RECONNECT_MAX_MS = 5_000;
 export const DEFAULT_LISTEN_CONNECT_TIMEOUT_MS = 10_000;
 /** How long closing the LISTEN connection waits for the server's goodbye. */
 const CLOSE_WAIT_MS = 1_000;
+/**
+ * How long the LISTEN connection waits for the probe: a NOTIFY sent through the DataSource right
+ * after LISTEN. A connection that does not receive it (a transaction-mode pooler hands the LISTEN
+ * session's server connection to others between statements) is given up, once.
+ */
+export const DEFAULT_LISTEN_PROBE_TIMEOUT_MS = 5_000;
 /** `application_name` of the LISTEN connection unless the DataSource sets one. */
 export const LISTEN_APPLICATION_NAME = 'gemstone-utils listener';
 
@@ -32,6 +43,14 @@ export interface ListenSubscriber {
   onError(error: Error): void;
   /** Listening again after a gap: notifications may have been missed. */
   onResync(): void;
+  /** LISTEN does not deliver on this connection (the probe never arrived): it is closed for good. */
+  onUnavailable(error: Error): void;
+}
+
+/** Where the LISTEN connection goes. */
+export interface ListenTarget {
+  /** A connection string whose parts override the DataSource's; undefined: the DataSource's own. */
+  readonly url: string | undefined;
 }
 
 type PgModule = { Client: new (config: ClientConfig) => PgClient };
@@ -52,12 +71,12 @@ interface PostgresOptions {
 }
 
 /** The `pg` client configuration TypeORM would use for the DataSource's primary (as in its PostgresDriver). */
-export function listenerConfig(dataSource: DataSource): ClientConfig {
+function listenerConfig(dataSource: DataSource, target: ListenTarget): ClientConfig {
   const options = dataSource.options as unknown as PostgresOptions;
   const credentials = options.replication?.master ?? options;
   const { max: _max, idleTimeoutMillis: _idle, ...extra } = (options.extra ?? {}) as Record<string, unknown>;
   const config: Record<string, unknown> = {
-    connectionString: credentials.url,
+    connectionString: target.url ?? credentials.url,
     host: credentials.host,
     user: credentials.username,
     password: credentials.password,
@@ -70,6 +89,8 @@ export function listenerConfig(dataSource: DataSource): ClientConfig {
     ...extra,
   };
   for (const key of Object.keys(config)) if (config[key] === undefined) delete config[key];
+  // pg lets a connection string's parts override these; a separate address must not inherit them.
+  if (target.url !== undefined) for (const key of ['host', 'port', 'database']) delete config[key];
   return config as ClientConfig;
 }
 
@@ -84,9 +105,17 @@ function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
-function parseChange(payload: string | undefined): LeaseChange | undefined {
+/** The leader table whose news a listener takes: announcements name it (see `store.ts`). */
+interface WatchedTable {
+  readonly schema: string;
+  readonly table: string;
+}
+
+function parseChange(payload: string | undefined, watched: WatchedTable | undefined): LeaseChange | undefined {
   try {
-    const value = JSON.parse(payload ?? '') as Partial<LeaseChange>;
+    const value = JSON.parse(payload ?? '') as Partial<LeaseChange> & { schema?: unknown; table?: unknown };
+    // Another schema's or prefix's election on the same database (or an unidentified sender).
+    if (!watched || value.schema !== watched.schema || value.table !== watched.table) return undefined;
     if (typeof value.ns !== 'string' || typeof value.term !== 'number') return undefined;
     if (value.leaderId !== null && typeof value.leaderId !== 'string') return undefined;
     return { ns: value.ns, leaderId: value.leaderId, term: value.term };
@@ -95,8 +124,27 @@ function parseChange(payload: string | undefined): LeaseChange | undefined {
   }
 }
 
+/** The probe's payload: not a lease change, so every listener (of any version) drops it. */
+interface ProbePayload {
+  readonly probe: string;
+}
+
+function probeToken(payload: string | undefined): string | undefined {
+  try {
+    const value = JSON.parse(payload ?? '') as Partial<ProbePayload>;
+    return typeof value.probe === 'string' ? value.probe : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 class PgListener {
   readonly #dataSource: DataSource;
+  readonly #target: ListenTarget;
+  /** The probe of the current connection, waiting for its notification. */
+  #probe: { token: string; arrived: () => void } | undefined;
+  /** The probe failed: LISTEN does not deliver here; no more connections are made. */
+  #unavailable: Error | undefined;
   readonly #subscribers = new Set<ListenSubscriber>();
   #client: PgClient | undefined;
   /** Settles when the current connection attempt is listening (or failed). */
@@ -105,14 +153,20 @@ class PgListener {
   #failures = 0;
   #closed = false;
   #hadConnection = false;
+  #watched: WatchedTable | undefined;
 
-  constructor(dataSource: DataSource) {
+  constructor(dataSource: DataSource, target: ListenTarget) {
     this.#dataSource = dataSource;
+    this.#target = target;
   }
 
   /** Adds a subscriber; resolves once LISTEN is active, or after the first attempt failed (reported to `onError`). */
   async add(subscriber: ListenSubscriber): Promise<void> {
     this.#subscribers.add(subscriber);
+    if (this.#unavailable) {
+      subscriber.onUnavailable(this.#unavailable);
+      return;
+    }
     if (!this.#client && !this.#connecting && !this.#retryTimer) this.#startConnecting();
     if (this.#connecting) await this.#connecting;
   }
@@ -155,7 +209,7 @@ class PgListener {
   async #connect(): Promise<void> {
     let client: PgClient;
     try {
-      client = new (loadPg(this.#dataSource).Client)(listenerConfig(this.#dataSource));
+      client = new (loadPg(this.#dataSource).Client)(listenerConfig(this.#dataSource, this.#target));
     } catch (error) {
       this.#scheduleReconnect(asError(error));
       return;
@@ -175,6 +229,7 @@ class PgListener {
     try {
       await client.connect();
       await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+      this.#watched ??= await this.#watchedTable(client);
     } catch (error) {
       fail(error);
       return;
@@ -189,6 +244,53 @@ class PgListener {
     this.#failures = 0;
     if (this.#hadConnection) for (const s of [...this.#subscribers]) s.onResync();
     this.#hadConnection = true;
+    // Not awaited: start() need not wait for the answer (milliseconds unless LISTEN is broken).
+    void this.#checkDelivery(client);
+  }
+
+  /**
+   * Sends a NOTIFY through the DataSource (another connection) and waits for it here. Behind a
+   * transaction-mode pooler the LISTEN ran on a server connection that went back to the pool, so
+   * the notification never reaches this client: LISTEN is given up, once, and reported. The
+   * NOTIFY must not come from this client itself: through a pooler it could run on the very
+   * server connection that ran LISTEN and be delivered back, proving nothing.
+   */
+  async #checkDelivery(client: PgClient): Promise<void> {
+    const token = randomUUID();
+    let timer: NodeJS.Timeout | undefined;
+    const arrived = new Promise<boolean>((resolve) => {
+      this.#probe = { token, arrived: () => resolve(true) };
+      timer = setTimeout(() => resolve(false), DEFAULT_LISTEN_PROBE_TIMEOUT_MS);
+      timer.unref();
+    });
+    try {
+      const payload: ProbePayload = { probe: token };
+      const context = contextOf(this.#dataSource);
+      await execute(context, this.#dataSource.manager, sql`SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), CAST(${JSON.stringify(payload)} AS text))`);
+    } catch {
+      // The database is unreachable through the DataSource: nothing learnt; ticks report it.
+      clearTimeout(timer);
+      if (this.#probe?.token === token) this.#probe = undefined;
+      return;
+    }
+    const delivered = await arrived;
+    clearTimeout(timer);
+    if (this.#probe?.token === token) this.#probe = undefined;
+    // Closed, or replaced by a reconnect (which probes again), meanwhile.
+    if (delivered || this.#closed || this.#client !== client) return;
+    this.#unavailable = new Error(
+      `gemstone-utils: a NOTIFY sent through the DataSource did not arrive on the LISTEN connection within ${DEFAULT_LISTEN_PROBE_TIMEOUT_MS} ms. ` +
+        'This is what a transaction-mode connection pooler (PgBouncer pool_mode=transaction, and the like) between the application and ' +
+        'PostgreSQL does. LISTEN is off: a leader stepping down is noticed on the next tick (within intervalMs) instead of at once. ' +
+        'For instant hand-over give the elector `listen: { url }` with a direct connection to PostgreSQL (or a session-mode pool); ' +
+        '`listen: false` skips LISTEN and this check.',
+    );
+    this.#client = undefined;
+    client.removeAllListeners('notification');
+    client.removeAllListeners('end');
+    client.on('error', () => undefined);
+    client.end().catch(() => undefined);
+    for (const s of [...this.#subscribers]) s.onUnavailable(this.#unavailable);
   }
 
   #scheduleReconnect(error: Error): void {
@@ -203,30 +305,59 @@ class PgListener {
     this.#retryTimer.unref();
   }
 
+  /**
+   * The schema and name of this DataSource's leader table. Without a `schema` option the table is
+   * unqualified and lives in `current_schema()`, which this connection (made from the same
+   * options) resolves as the DataSource's connections do.
+   */
+  async #watchedTable(client: PgClient): Promise<WatchedTable> {
+    const context = contextOf(this.#dataSource);
+    let schema = context.schemaName(LEADER_TABLE);
+    if (schema === undefined) {
+      const result = await client.query<{ schema: string }>('SELECT current_schema() AS schema');
+      schema = String(result.rows[0]?.schema);
+    }
+    return { schema, table: context.tableName(LEADER_TABLE) };
+  }
+
   #deliver(message: Notification): void {
     if (message.channel !== NOTIFY_CHANNEL) return;
-    const change = parseChange(message.payload);
+    const probe = this.#probe;
+    if (probe && probeToken(message.payload) === probe.token) {
+      probe.arrived();
+      return;
+    }
+    const change = parseChange(message.payload, this.#watched);
     if (!change) return;
     for (const s of [...this.#subscribers]) if (s.ns === change.ns) s.onChange(change);
   }
 }
 
-const listeners = new WeakMap<DataSource, PgListener>();
+/** One listener per DataSource and target address ('' for the DataSource's own). */
+const listeners = new WeakMap<DataSource, Map<string, PgListener>>();
 
 /**
- * Subscribes to lease changes of `subscriber.ns` on the DataSource's shared LISTEN connection.
- * Resolves once listening (or once the first attempt failed, which `onError` receives; it keeps
- * reconnecting). Returns the function that unsubscribes.
+ * Subscribes to lease changes of `subscriber.ns` on the shared LISTEN connection of the
+ * DataSource and target. Resolves once listening (or once the first attempt failed, which
+ * `onError` receives; it keeps reconnecting). Returns the function that unsubscribes.
  */
-export async function listenForLeaseChanges(dataSource: DataSource, subscriber: ListenSubscriber): Promise<() => Promise<void>> {
-  let listener = listeners.get(dataSource);
-  if (!listener) listeners.set(dataSource, (listener = new PgListener(dataSource)));
+export async function listenForLeaseChanges(
+  dataSource: DataSource,
+  subscriber: ListenSubscriber,
+  target: ListenTarget = { url: undefined },
+): Promise<() => Promise<void>> {
+  let byTarget = listeners.get(dataSource);
+  if (!byTarget) listeners.set(dataSource, (byTarget = new Map()));
+  const key = target.url ?? '';
+  let listener = byTarget.get(key);
+  if (!listener) byTarget.set(key, (listener = new PgListener(dataSource, target)));
   const own = listener;
+  const map = byTarget;
   await own.add(subscriber);
   return async () => {
     if (!own.remove(subscriber)) return;
     // Forget it before closing, so a new subscriber gets a fresh listener instead of a closing one.
-    if (listeners.get(dataSource) === own) listeners.delete(dataSource);
+    if (map.get(key) === own) map.delete(key);
     await own.close();
   };
 }

@@ -1,12 +1,20 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
 import { getDataSource } from '../db/default-data-source';
-import { dataSourceOfSession, inOneStatement, inTransaction, runnerOf, Session, withManager } from '../db/session';
+import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, Session, withManager } from '../db/session';
 import { NotLeaderError, ValidationError } from '../errors';
-import { createStore, ElectionStore, LeaderRow } from './store';
+import { assertEntitiesRegistered } from './entities-check';
+import { createSqlitePrograms, SqlitePrograms } from './sqlite-programs';
+import { createStore, decide, ElectionStore, LeaderRow, ObservedLeader } from './store';
+import { checkWatchOptions, LeaderWatch, MissedTerm, WatchOptions } from './watch';
+import { checkHistoryOptions, createHistoryStatements, GetHistoryOptions, HistoryEntry, HistoryStatements, VacateReason } from './history';
 import {
   CallOptions,
+  CANDIDATE_OPTION_KEYS,
+  CandidateMetadata,
+  CandidateOptions,
   checkCallOptions,
+  checkCandidateFields,
   checkCandidateId,
   checkExpireSeconds,
   checkOptions,
@@ -21,26 +29,71 @@ export interface LeaderInfo {
   /** Fencing token of this leadership. */
   term: number;
   leaseExpiresAt: Date;
-  /** Database clock at the last change of the leader row. */
+  /**
+   * Database clock at the last write of the leader row: a grant, renewal or vacancy, and on
+   * MySQL/MariaDB also a fenced transaction's `assertLeader` (as read before that call's own write).
+   */
   updatedAt: Date;
+  /** The leader's candidate metadata; null when it gave none (or its candidate row is gone). */
+  metadata: CandidateMetadata | null;
 }
+
+/** An active candidate, as `getCandidates` reports it. */
+export interface CandidateInfo {
+  candidateId: string;
+  /** Database clock at its last register / heartbeat / elect. */
+  lastHeartbeatAt: Date;
+  /** It is inactive from this instant on (database clock) unless it heartbeats again. */
+  expiresAt: Date;
+  /** Default 0. */
+  priority: number;
+  /** Default true; false: it observes but never acquires the lease. */
+  eligible: boolean;
+  /** Null when it gave none. */
+  metadata: CandidateMetadata | null;
+}
+
+/** `registerCandidate`, `heartbeat` and `elect` options: where, plus what the candidate says about itself. */
+export interface CandidateCallOptions extends CallOptions, CandidateOptions {}
 
 /** What one `elect` decided: `elect` returns `leaderId`; the LeaderElector needs the rest. */
 export interface ElectOutcome {
   ns: string;
-  /** The leader after the call: the caller or whoever holds an unexpired lease. */
-  leaderId: string;
-  /** The leader's term. */
+  /**
+   * The leader after the call: the caller or whoever holds an unexpired lease; null when nobody
+   * does (the caller is ineligible, or deferred to a live eligible candidate of higher priority).
+   */
+  leaderId: string | null;
+  /** The leader row's term (the leader's, when there is one). */
   term: number;
   /** The caller holds the lease after this call. */
   isLeader: boolean;
   /** The caller acquired a lease it did not already hold unexpired (the term went up). */
   acquired: boolean;
+  /**
+   * The caller renewed its lease but should give it up: it is not eligible, or a live eligible
+   * candidate of strictly higher priority exists. `elect` never gives a lease up by itself (the
+   * leader's work has to stop first); a `LeaderElector` ends its leadership, then resigns.
+   */
+  handOver: boolean;
+  /** The caller's candidate row existed before this call (false: it was created by it). */
+  wasRegistered: boolean;
+  /**
+   * The database clock during the call, read by one of its statements (no extra round trip):
+   * what the lease was judged by. Compare with the host clock around the call for the skew.
+   */
+  databaseNow: Date;
 }
 
 export interface ElectionServiceOptions {
   /** Lease and candidate expiry in seconds. Default {@link DEFAULT_EXPIRE_SECONDS} (60). */
   readonly expireSeconds?: number;
+  /**
+   * SQLite: how long a call without `session` waits for a transaction someone else holds open on
+   * the shared connection before it throws `SqliteTransactionOpenError`. Default
+   * `DEFAULT_SQLITE_WAIT_MS` (5000).
+   */
+  readonly sqliteWaitMs?: number;
 }
 
 const stores = new WeakMap<DbContext, ElectionStore>();
@@ -48,6 +101,13 @@ function storeOf(context: DbContext): ElectionStore {
   let store = stores.get(context);
   if (!store) stores.set(context, (store = createStore(context)));
   return store;
+}
+
+const histories = new WeakMap<DbContext, HistoryStatements>();
+function historyOf(context: DbContext): HistoryStatements {
+  let history = histories.get(context);
+  if (!history) histories.set(context, (history = createHistoryStatements(context)));
+  return history;
 }
 
 function isDataSource(value: unknown): value is DataSource {
@@ -61,6 +121,7 @@ function toInfo(row: LeaderRow): LeaderInfo {
     term: row.term,
     leaseExpiresAt: row.leaseExpiresAt as Date,
     updatedAt: row.updatedAt,
+    metadata: row.metadata,
   };
 }
 
@@ -75,6 +136,8 @@ function toInfo(row: LeaderRow): LeaderInfo {
 export class ElectionService {
   readonly #dataSource: DataSource | undefined;
   #expireSeconds: number;
+  readonly #sqliteWaitMs: number | undefined;
+  readonly #programs = new WeakMap<DataSource, SqlitePrograms>();
 
   /**
    * @param dataSource The DataSource to use. Default: `getDataSource()`, looked up at each call
@@ -84,7 +147,12 @@ export class ElectionService {
     if (dataSource !== undefined && !isDataSource(dataSource)) {
       throw new ValidationError('dataSource', 'must be a TypeORM DataSource (or omitted for the default from initDb)');
     }
-    const checked = checkOptions(options, ['expireSeconds']);
+    const checked = checkOptions(options, ['expireSeconds', 'sqliteWaitMs']);
+    const wait = checked.sqliteWaitMs;
+    if (wait !== undefined && (typeof wait !== 'number' || !Number.isFinite(wait) || wait < 0)) {
+      throw new ValidationError('options.sqliteWaitMs', `must be a finite number of milliseconds >= 0 (got ${String(wait)})`);
+    }
+    this.#sqliteWaitMs = wait;
     this.#dataSource = dataSource;
     this.#expireSeconds =
       checked.expireSeconds === undefined ? DEFAULT_EXPIRE_SECONDS : checkExpireSeconds(checked.expireSeconds, 'options.expireSeconds');
@@ -103,12 +171,29 @@ export class ElectionService {
   /** The DataSource a call runs on: the session's, which must match an explicit one. */
   #resolve(session: Session | undefined): DataSource {
     runnerOf(session); // validates the session before anything else
-    if (session === undefined) return this.#dataSource ?? getDataSource();
+    if (session === undefined) {
+      const dataSource = this.#dataSource ?? getDataSource();
+      assertEntitiesRegistered(dataSource);
+      return dataSource;
+    }
     const own = dataSourceOfSession(session);
     if (this.#dataSource && own !== this.#dataSource) {
       throw new ValidationError('options.session', "belongs to a different DataSource than this ElectionService's");
     }
+    assertEntitiesRegistered(own);
     return own;
+  }
+
+  /**
+   * SQLite, no transaction of the caller's to join: the call runs as one program on the shared
+   * connection (see `db/sqlite-atomic.ts`), never nested in another transaction nor hosting one.
+   */
+  #sqlite(dataSource: DataSource, session: Session | undefined): SqlitePrograms | undefined {
+    const context = contextOf(dataSource);
+    if (context.dialect.name !== 'sqlite' || runnerOf(session)?.isTransactionActive) return undefined;
+    let programs = this.#programs.get(dataSource);
+    if (!programs) this.#programs.set(dataSource, (programs = createSqlitePrograms(context, dataSource, () => this.#sqliteWaitMs, storeOf(context))));
+    return programs;
   }
 
   #write<T>(session: Session | undefined, work: (m: EntityManager, store: ElectionStore) => Promise<T>): Promise<T> {
@@ -119,39 +204,54 @@ export class ElectionService {
     return withManager(this.#resolve(session), session, (m, context) => work(m, storeOf(context)));
   }
 
-  /** Creates the candidate row if missing; sets `last_heartbeat_at = now`, `expires_at = now + expireSeconds`. */
-  async registerCandidate(candidateId: string, options?: CallOptions): Promise<void> {
+  /**
+   * Creates the candidate row if missing; sets `last_heartbeat_at = now`, `expires_at = now +
+   * expireSeconds`, and stores the `metadata`, `priority` and `eligible` given (omitted ones keep
+   * their stored values; a new row gets none, 0 and true).
+   */
+  async registerCandidate(candidateId: string, options?: CandidateCallOptions): Promise<void> {
     const id = checkCandidateId(candidateId);
-    const { ns, session } = checkCallOptions(options);
+    const checked = checkCallOptions(options, CANDIDATE_OPTION_KEYS);
+    const fields = checkCandidateFields(checked);
+    const { ns, session } = checked;
     const expire = this.#expireSeconds;
-    await this.#write(session, (m, store) => store.touchCandidate(m, ns, id, expire));
+    const sqlite = this.#sqlite(this.#resolve(session), session);
+    if (sqlite) return sqlite.touch(ns, id, expire, fields);
+    await this.#write(session, (m, store) => store.touchCandidate(m, ns, id, expire, fields));
   }
 
   /** Alias of {@link registerCandidate}. */
-  heartbeat(candidateId: string, options?: CallOptions): Promise<void> {
+  heartbeat(candidateId: string, options?: CandidateCallOptions): Promise<void> {
     return this.registerCandidate(candidateId, options);
   }
 
   /**
-   * Acquires or renews the lease and heartbeats the caller; returns the leader's UUID after the
-   * call. Never preempts an unexpired lease held by another candidate.
+   * Acquires or renews the lease and heartbeats the caller (storing the candidate options given,
+   * as {@link registerCandidate} does); returns the leader's UUID after the call. Never preempts
+   * an unexpired lease held by another candidate. A vacant or expired lease is taken only by an
+   * eligible caller that no live eligible candidate outranks (strictly higher `priority`); so the
+   * result is null when nobody holds the lease after the call.
    */
-  async elect(candidateId: string, options?: CallOptions): Promise<string> {
+  async elect(candidateId: string, options?: CandidateCallOptions): Promise<string | null> {
     return (await this.electOutcome(candidateId, options)).leaderId;
   }
 
   /** {@link elect}, with the term and whether the caller leads (what a worker loop needs). */
-  async electOutcome(candidateId: string, options?: CallOptions): Promise<ElectOutcome> {
+  async electOutcome(candidateId: string, options?: CandidateCallOptions): Promise<ElectOutcome> {
     const id = checkCandidateId(candidateId);
-    const { ns, session } = checkCallOptions(options);
+    const checked = checkCallOptions(options, CANDIDATE_OPTION_KEYS);
+    const fields = checkCandidateFields(checked);
+    const { ns, session } = checked;
     const expire = this.#expireSeconds;
     const dataSource = this.#resolve(session);
+    const sqlite = this.#sqlite(dataSource, session);
+    if (sqlite) return sqlite.elect(ns, id, expire, fields);
     const store = storeOf(contextOf(dataSource));
     const { electInOneStatement } = store;
     if (electInOneStatement) {
       // PostgreSQL, existing namespace: one round trip, and the leader row is locked for one
       // statement's execution instead of four round trips (what queues concurrent candidates).
-      const decision = await inOneStatement(dataSource, session, (m) => electInOneStatement(m, ns, id, expire));
+      const decision = await inOneStatement(dataSource, session, (m) => electInOneStatement(m, ns, id, expire, fields));
       if (decision) return { ns, ...decision };
     }
     const joined = runnerOf(session)?.isTransactionActive === true;
@@ -160,10 +260,20 @@ export class ElectionService {
       // MySQL follower fast path (see `store.followerReadsFirst`): only in a transaction of our
       // own, whose first consistent read is current; a caller's may hold an older snapshot.
       if (store.followerReadsFirst && !joined) {
-        const seen = await store.readLeader(m, ns);
-        if (seen?.live && seen.leaderId !== id) {
-          await store.touchCandidate(m, ns, id, expire);
-          return { ns, leaderId: seen.leaderId as string, term: seen.term, isLeader: false, acquired: false };
+        const seen = await store.readLeaderFor(m, ns, id);
+        if (seen?.row.live && seen.row.leaderId !== id) {
+          await store.touchCandidate(m, ns, id, expire, fields);
+          const { row } = seen;
+          return {
+            ns,
+            leaderId: row.leaderId,
+            term: row.term,
+            isLeader: false,
+            acquired: false,
+            handOver: false,
+            wasRegistered: seen.registered,
+            databaseNow: row.now,
+          };
         }
         rowExists = seen !== undefined;
       }
@@ -172,25 +282,35 @@ export class ElectionService {
       // was just seen (a locking read of an existing row takes no gap lock).
       const insertFirst = store.insertsLeaderRowFirst && !rowExists;
       if (insertFirst) await store.ensureLeaderRow(m, ns);
-      let row = await store.lockLeader(m, ns, 'write', insertFirst);
-      if (!row) {
+      let locked = await store.lockLeaderFor(m, ns, 'write', insertFirst, id);
+      if (!locked) {
         await store.ensureLeaderRow(m, ns);
-        row = await store.lockLeader(m, ns, 'write', true);
+        locked = await store.lockLeaderFor(m, ns, 'write', true, id);
       }
-      if (!row) throw new Error(`gemstone-utils: leader row of ${JSON.stringify(ns)} vanished inside its transaction`);
+      if (!locked) throw new Error(`gemstone-utils: leader row of ${JSON.stringify(ns)} vanished inside its transaction`);
 
+      const { row, standing } = locked;
+      const { renewing, takes, handOver } = decide(row, id, standing, fields);
+      const wasRegistered = standing.registered;
       let outcome: ElectOutcome;
-      if (row.live && row.leaderId !== id) {
-        outcome = { ns, leaderId: row.leaderId as string, term: row.term, isLeader: false, acquired: false };
+      if (!takes) {
+        const leaderId = row.live ? row.leaderId : null;
+        outcome = { ns, leaderId, term: row.term, isLeader: false, acquired: false, handOver: false, wasRegistered, databaseNow: row.now };
       } else {
-        const renewing = row.live && row.leaderId === id;
         const term = renewing ? row.term : row.term + 1;
+        // A takeover closes the lapsed term (at its lease's end, read before the row changes)
+        // and opens the new one, in this transaction; a renewal writes no history.
+        const history = historyOf(contextOf(dataSource));
+        if (!renewing && row.leaderId !== null) await history.run(m, history.closeTerm(ns, 'expired', true));
         await store.setLeader(m, ns, id, term, expire);
-        outcome = { ns, leaderId: id, term, isLeader: true, acquired: !renewing };
-        if (!renewing) await store.announce(m, { ns, leaderId: id, term });
+        outcome = { ns, leaderId: id, term, isLeader: true, acquired: !renewing, handOver, wasRegistered, databaseNow: row.now };
+        if (!renewing) {
+          await history.run(m, history.openTerm(ns));
+          await store.announce(m, { ns, leaderId: id, term });
+        }
       }
       // Lock order: leader row first, then the candidate row.
-      await store.touchCandidate(m, ns, id, expire);
+      await store.touchCandidate(m, ns, id, expire, fields);
       return outcome;
     });
   }
@@ -199,21 +319,38 @@ export class ElectionService {
   async isLeader(candidateId: string, options?: CallOptions): Promise<boolean> {
     const id = checkCandidateId(candidateId);
     const { ns, session } = checkCallOptions(options);
+    const sqlite = this.#sqlite(this.#resolve(session), session);
+    if (sqlite) return sqlite.isLeader(ns, id);
     return this.#read(session, (m, store) => store.isLeader(m, ns, id));
   }
 
   /** Active candidates (`expires_at > now`), sorted ascending. */
   async listCandidates(options?: CallOptions): Promise<string[]> {
     const { ns, session } = checkCallOptions(options);
+    const sqlite = this.#sqlite(this.#resolve(session), session);
+    if (sqlite) return sqlite.activeCandidates(ns);
     return this.#read(session, (m, store) => store.activeCandidates(m, ns));
+  }
+
+  /**
+   * The active candidates (`expires_at > now`) with their heartbeat, expiry, priority,
+   * eligibility and metadata, sorted by `candidateId`.
+   */
+  async getCandidates(options?: CallOptions): Promise<CandidateInfo[]> {
+    const { ns, session } = checkCallOptions(options);
+    const sqlite = this.#sqlite(this.#resolve(session), session);
+    if (sqlite) return sqlite.candidateRows(ns);
+    return this.#read(session, (m, store) => store.candidateRows(m, ns));
   }
 
   /** Deletes the candidate row; if it was the leader, vacates the lease (faster failover). */
   async unregisterCandidate(candidateId: string, options?: CallOptions): Promise<void> {
     const id = checkCandidateId(candidateId);
     const { ns, session } = checkCallOptions(options);
+    const sqlite = this.#sqlite(this.#resolve(session), session);
+    if (sqlite) return sqlite.unregister(ns, id);
     await this.#write(session, async (m, store) => {
-      await this.#vacateIfHeld(m, store, ns, id);
+      await this.#vacateIfHeld(m, store, ns, id, 'unregistered');
       await store.deleteCandidate(m, ns, id);
     });
   }
@@ -221,7 +358,8 @@ export class ElectionService {
   /** The unexpired lease of the namespace, or null when vacant or expired. */
   async getLeader(options?: CallOptions): Promise<LeaderInfo | null> {
     const { ns, session } = checkCallOptions(options);
-    const row = await this.#read(session, (m, store) => store.readLeader(m, ns));
+    const sqlite = this.#sqlite(this.#resolve(session), session);
+    const row = sqlite ? await sqlite.readLeader(ns) : await this.#read(session, (m, store) => store.readLeader(m, ns));
     return row?.live ? toInfo(row) : null;
   }
 
@@ -232,15 +370,84 @@ export class ElectionService {
   async resign(candidateId: string, options?: CallOptions): Promise<boolean> {
     const id = checkCandidateId(candidateId);
     const { ns, session } = checkCallOptions(options);
-    return this.#write(session, (m, store) => this.#vacateIfHeld(m, store, ns, id));
+    const sqlite = this.#sqlite(this.#resolve(session), session);
+    if (sqlite) return sqlite.resign(ns, id, 'resigned');
+    return this.#write(session, (m, store) => this.#vacateIfHeld(m, store, ns, id, 'resigned'));
   }
 
-  async #vacateIfHeld(m: EntityManager, store: ElectionStore, ns: string, id: string): Promise<boolean> {
+  /**
+   * {@link resign} for a preferred candidate: the same step down, recorded in the history as
+   * `handed-over` instead of `resigned` (what a `LeaderElector` does when a live eligible
+   * candidate of higher priority appears).
+   */
+  async handOver(candidateId: string, options?: CallOptions): Promise<boolean> {
+    const id = checkCandidateId(candidateId);
+    const { ns, session } = checkCallOptions(options);
+    const sqlite = this.#sqlite(this.#resolve(session), session);
+    if (sqlite) return sqlite.resign(ns, id, 'handed-over');
+    return this.#write(session, (m, store) => this.#vacateIfHeld(m, store, ns, id, 'handed-over'));
+  }
+
+  /** Vacates the lease if `id` is named by the leader row; its term ends with `reason` (or `expired` if it had lapsed). */
+  async #vacateIfHeld(m: EntityManager, store: ElectionStore, ns: string, id: string, reason: VacateReason): Promise<boolean> {
     const row = await store.lockLeader(m, ns, 'write');
     if (row?.leaderId !== id) return false;
+    const history = historyOf(contextOf(m.connection));
+    await history.run(m, history.closeTerm(ns, reason, !row.live));
     await store.vacate(m, ns);
     await store.announce(m, { ns, leaderId: null, term: row.term });
     return row.live;
+  }
+
+  /**
+   * Watches the namespace's leadership: an async iterable that yields the current state, then
+   * every change (`{ ns, leaderId, term, metadata, at }`; `leaderId` null when vacant or
+   * expired), in term order, never the same state twice. PostgreSQL delivers changes by
+   * LISTEN/NOTIFY with a poll every `pollMs` (default 1000) as safety net; elsewhere the poll
+   * alone. Ends without an error when `signal` aborts or the loop breaks. See {@link LeaderWatch}.
+   * Throws {@link ValidationError} for bad options before anything runs.
+   */
+  watch(options?: WatchOptions): LeaderWatch {
+    const checked = checkWatchOptions(options);
+    const dataSource = this.#resolve(undefined);
+    const { ns } = checked;
+    return new LeaderWatch(
+      { dataSource, observe: () => this.#observe(dataSource, ns), missed: (from, to) => this.#missed(dataSource, ns, from, to) },
+      checked,
+    );
+  }
+
+  /**
+   * The terms of the namespace, newest first, from the history table: `{ ns, term, leaderId,
+   * acquiredAt, endedAt, endReason }` (`endedAt`/`endReason` null while current). At most
+   * `limit` (default 100), only terms below `before` if given (to page backwards).
+   */
+  async getHistory(options?: GetHistoryOptions & { session?: Session }): Promise<HistoryEntry[]> {
+    const query = checkHistoryOptions(options, ['session']);
+    const session = query.session as Session | undefined;
+    const dataSource = this.#resolve(session);
+    const history = historyOf(contextOf(dataSource));
+    const statement = history.select(query);
+    const sqlite = this.#sqlite(dataSource, session);
+    if (sqlite) return (await sqlite.readRows(statement)).map(history.toEntry);
+    return withManager(dataSource, session, (m) => history.read(m, statement));
+  }
+
+  /** History rows of terms `from`..`to` with the leader's metadata: what a watch missed. */
+  async #missed(dataSource: DataSource, ns: string, from: number, to: number): Promise<MissedTerm[]> {
+    const history = historyOf(contextOf(dataSource));
+    const statement = history.selectRange(ns, from, to);
+    const sqlite = this.#sqlite(dataSource, undefined);
+    const rows = sqlite ? await sqlite.readRows(statement) : await withManager(dataSource, undefined, (m) => execute(contextOf(dataSource), m, statement));
+    return rows.map((row) => ({ ...history.toEntry(row), metadata: history.metadataOf(row) }));
+  }
+
+  /** One read of the leader row and the database clock, outside any transaction. */
+  async #observe(dataSource: DataSource, ns: string): Promise<ObservedLeader> {
+    const store = storeOf(contextOf(dataSource));
+    const sqlite = this.#sqlite(dataSource, undefined);
+    if (sqlite) return store.parseObserved((await sqlite.readRows(store.observeStatement(ns)))[0]);
+    return withManager(dataSource, undefined, (m) => store.observeLeader(m, ns));
   }
 
   /**
@@ -248,6 +455,12 @@ export class ElectionService {
    * the leader row against a change of leadership until that transaction ends, and throws
    * {@link NotLeaderError} unless the caller holds the unexpired lease (under `term`, if given).
    * Writes made after it in the same transaction can only commit while the caller leads.
+   *
+   * On MySQL/MariaDB it also writes the leader row (`updated_at`), which is what fences across
+   * MariaDB Galera nodes: a takeover on another node then makes this transaction fail with a
+   * deadlock error (`SerializationFailureError` here, or from your COMMIT as the driver's error):
+   * roll back and run the transaction again. Concurrent fenced transactions of one leader wait
+   * for each other on the row (they already did: the lock is exclusive there).
    */
   async assertLeader(candidateId: string, options: CallOptions & { term?: number }): Promise<LeaderInfo> {
     const id = checkCandidateId(candidateId);
@@ -271,6 +484,8 @@ export class ElectionService {
           ...(term !== undefined ? { expectedTerm: term } : {}),
         });
       }
+      // MySQL/MariaDB: the lock alone does not fence across Galera nodes; see `fencesByWriting`.
+      if (store.fencesByWriting) await store.touchLeader(m, ns);
       return toInfo(row);
     });
   }

@@ -2,9 +2,10 @@ import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../db/context';
 import { sqlBool } from '../db/dialect';
 import { execute } from '../db/session';
-import { raw, sql } from '../db/sql';
+import { raw, RawSql, sql, SqlFragment } from '../db/sql';
 import { ElectionLeader } from '../../entities/ElectionLeader';
-import { CANDIDATE_TABLE, LEADER_TABLE } from './schema';
+import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
+import { CandidateFields, CandidateMetadata, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY, parseMetadata } from './validate';
 
 /**
  * The election's statements, one function each, run on the manager they are given (the
@@ -22,20 +23,93 @@ export interface LeaderRow {
   live: boolean;
   leaseExpiresAt: Date | null;
   updatedAt: Date;
+  /** The metadata of the candidate row named by `leader_id`; null without one (or without metadata). */
+  metadata: CandidateMetadata | null;
+  /** The database clock when the row was read. */
+  now: Date;
+}
+
+/** The leader row as a watcher sees it, with the database clock of the read (see `watch.ts`). */
+export interface ObservedLeader {
+  /** Undefined when the namespace has no leader row yet. */
+  row: LeaderRow | undefined;
+  /** The database clock at the read. */
+  now: Date;
+  /** When the row's current term was acquired, from its history row (null without one). */
+  acquiredAt: Date | null;
+  /** When the row's current term ended, from its history row (null while open or without one). */
+  endedAt: Date | null;
+  /** The named leader's candidate metadata (null when none or the candidate row is gone). */
+  metadata: Record<string, unknown> | null;
+}
+
+/**
+ * Where the caller of `elect` stands among the candidates, read with the leader row (in the same
+ * statement, so it costs no round trip): its stored priority and eligibility, whether its row
+ * exists, and the highest priority among the OTHER live eligible candidates.
+ */
+export interface Standing {
+  registered: boolean;
+  storedPriority: number | null;
+  storedEligible: boolean | null;
+  /** Null when no other live eligible candidate exists. */
+  rivalPriority: number | null;
 }
 
 /** What one `elect` decided, as {@link ElectionStore.electInOneStatement} reports it. */
 export interface ElectDecision {
-  leaderId: string;
+  /** Null when nobody holds an unexpired lease after the call (the caller did not take a vacant one). */
+  leaderId: string | null;
   term: number;
   isLeader: boolean;
   acquired: boolean;
+  /** The caller renewed a lease it should give up (ineligible, or outranked by a live eligible candidate). */
+  handOver: boolean;
+  /** The caller's candidate row existed before the call. */
+  wasRegistered: boolean;
+  databaseNow: Date;
+}
+
+/** A candidate row as `getCandidates` reports it. */
+export interface CandidateRow {
+  candidateId: string;
+  lastHeartbeatAt: Date;
+  expiresAt: Date;
+  priority: number;
+  eligible: boolean;
+  metadata: CandidateMetadata | null;
+}
+
+/**
+ * The rule every path of `elect` applies, given the leader row as read under the lock and the
+ * caller's standing. A leader always renews (nobody is preempted, not even by its own
+ * preferences) and is told to hand over when it is ineligible or outranked; a vacant or expired
+ * lease is taken only by an eligible candidate that no live eligible candidate outranks — the
+ * preferred candidate takes it, the others defer to it. Leadership therefore only ever moves to
+ * strictly higher priority while the candidates stay the same: it cannot go back and forth.
+ */
+export function decide(
+  row: Pick<LeaderRow, 'leaderId' | 'live'>,
+  candidateId: string,
+  standing: Standing,
+  fields: CandidateFields,
+): { renewing: boolean; takes: boolean; handOver: boolean } {
+  const eligible = fields.eligible ?? standing.storedEligible ?? DEFAULT_ELIGIBLE;
+  const priority = fields.priority ?? standing.storedPriority ?? DEFAULT_PRIORITY;
+  const outranked = standing.rivalPriority !== null && standing.rivalPriority > priority;
+  const renewing = row.live && row.leaderId === candidateId;
+  const takes = renewing || (!row.live && eligible && !outranked);
+  return { renewing, takes, handOver: renewing && (!eligible || outranked) };
 }
 
 /** PostgreSQL channel on which lease changes are announced (delivered at commit). */
 export const NOTIFY_CHANNEL = 'gemstone_election';
 
-/** What a NOTIFY on {@link NOTIFY_CHANNEL} carries, as JSON. */
+/**
+ * What a NOTIFY on {@link NOTIFY_CHANNEL} carries, as JSON: the lease change plus the `schema`
+ * and `table` of the leader table it happened in. The channel is shared by every DataSource on
+ * the database; listeners drop news about another schema's or prefix's tables.
+ */
 export interface LeaseChange {
   ns: string;
   /** The new leader, or null when the lease was vacated. */
@@ -47,6 +121,13 @@ export function createStore(context: DbContext) {
   const { dialect: d } = context;
   const candidates = context.table(CANDIDATE_TABLE);
   const leaders = context.table(LEADER_TABLE);
+  const history = context.table(HISTORY_TABLE);
+  // Identifies the leader table in announcements: an unqualified name lives in current_schema().
+  const leaderSchema = context.schemaName(LEADER_TABLE);
+  const announcedSchema = leaderSchema === undefined ? raw('current_schema()') : sql`CAST(${leaderSchema} AS text)`;
+  const announcedTable = sql`CAST(${context.tableName(LEADER_TABLE)} AS text)`;
+  /** Booleans as parameters: pg takes them as they are, mysql2 and better-sqlite3 want 1/0. */
+  const bool = (value: boolean | undefined) => (value === undefined ? null : d.name === 'postgres' ? value : value ? 1 : 0);
 
   function toRow(raw: Record<string, unknown>): LeaderRow {
     const leaderId = (raw.leader_id as string | null) ?? null;
@@ -57,6 +138,25 @@ export function createStore(context: DbContext) {
       live: leaderId !== null && sqlBool(raw.live),
       leaseExpiresAt: d.parseInstant(raw.lease_expires_at),
       updatedAt: d.parseInstant(raw.updated_at) as Date,
+      metadata: parseMetadata(raw.metadata),
+      now: d.parseInstant(raw.db_now) as Date,
+    };
+  }
+
+  function toObserved(raw: Record<string, unknown> | undefined): ObservedLeader {
+    if (!raw) throw new Error('gemstone-utils: the database clock read returned no row');
+    const now = d.parseInstant(raw.db_now) as Date;
+    const row = raw.ns === null || raw.ns === undefined ? undefined : toRow(raw);
+    return { row, now, acquiredAt: d.parseInstant(raw.acquired_at), endedAt: d.parseInstant(raw.ended_at), metadata: parseMetadata(raw.metadata) };
+  }
+
+  function toStanding(raw: Record<string, unknown>): Standing {
+    const stored = raw.my_priority;
+    return {
+      registered: stored !== null && stored !== undefined,
+      storedPriority: stored === null || stored === undefined ? null : Number(stored),
+      storedEligible: raw.my_eligible === null || raw.my_eligible === undefined ? null : sqlBool(raw.my_eligible),
+      rivalPriority: raw.rival_priority === null || raw.rival_priority === undefined ? null : Number(raw.rival_priority),
     };
   }
 
@@ -68,9 +168,61 @@ export function createStore(context: DbContext) {
       `CASE WHEN ${alias}.lease_expires_at > ${d.now.text} THEN 1 ELSE 0 END AS live`,
       `${d.instant(`${alias}.lease_expires_at`).text} AS lease_expires_at`,
       `${d.instant(`${alias}.updated_at`).text} AS updated_at`,
+      `${d.instant(d.now.text).text} AS db_now`,
+      // A scalar subquery, not a join: PostgreSQL refuses FOR UPDATE on the nullable side of an outer join.
+      `(SELECT c.metadata FROM ${candidates.text} c WHERE c.ns = ${alias}.ns AND c.candidate_id = ${alias}.leader_id) AS metadata`,
     ].join(', ');
 
+  // The leader's metadata comes from selectLeader's subquery (the join's `c` names the same row).
+  const observeStatement = (ns: string): SqlFragment =>
+    sql`SELECT ${raw(selectLeader('l'))}, ${d.instant(d.now.text)} AS db_now, ${d.instant('h.acquired_at')} AS acquired_at,
+  ${d.instant('h.ended_at')} AS ended_at
+FROM (SELECT 1 AS one) clock
+LEFT JOIN ${leaders} l ON l.ns = ${ns}
+LEFT JOIN ${history} h ON h.ns = l.ns AND h.term = l.term`;
+
+  /**
+   * The caller's {@link Standing}, as columns next to the leader row (`:me` is the caller's id).
+   * The subqueries are plain reads, also under FOR UPDATE (which locks the leader row only).
+   */
+  const selectStanding = (alias: string) =>
+    [
+      `(SELECT c.priority FROM ${candidates.text} c WHERE c.ns = ${alias}.ns AND c.candidate_id = :me) AS my_priority`,
+      `(SELECT c.eligible FROM ${candidates.text} c WHERE c.ns = ${alias}.ns AND c.candidate_id = :me) AS my_eligible`,
+      `(SELECT MAX(c.priority) FROM ${candidates.text} c WHERE c.ns = ${alias}.ns AND c.candidate_id <> :me AND c.eligible AND c.expires_at > ${d.now.text}) AS rival_priority`,
+    ].join(', ');
+
+  /** The columns and values of the candidate options a call gave (omitted ones keep what is stored). */
+  function fieldColumns(fields: CandidateFields): { names: string[]; values: unknown[] } {
+    const names: string[] = [];
+    const values: unknown[] = [];
+    if (fields.metadataJson !== undefined) names.push('metadata'), values.push(fields.metadataJson);
+    if (fields.priority !== undefined) names.push('priority'), values.push(fields.priority);
+    if (fields.eligible !== undefined) names.push('eligible'), values.push(bool(fields.eligible));
+    return { names, values };
+  }
+
+  /** `, col1, col2` and `, $a, $b` for the INSERT of a candidate row, or nothing. */
+  function fieldInsert(fields: CandidateFields): { columns: RawSql; values: SqlFragment } {
+    const { names, values } = fieldColumns(fields);
+    let list = sql``;
+    for (const value of values) list = sql`${list}, ${value}`;
+    return { columns: raw(names.map((name) => `, ${name}`).join('')), values: list };
+  }
+
+  /** The candidate upsert: heartbeat columns always, the given options too. */
+  function candidateUpsert(ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields): SqlFragment {
+    const { columns, values } = fieldInsert(fields);
+    const updated = ['last_heartbeat_at', 'expires_at', ...fieldColumns(fields).names];
+    return sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
+VALUES (${ns}, ${candidateId}, ${d.now}, ${d.nowPlus(expireSeconds)}${values})
+${d.upsert(['ns', 'candidate_id'], updated)}`;
+  }
+
   return {
+    /** A leader row as read by `selectLeader` (also by the SQLite programs). */
+    toRow,
+
     /**
      * Whether `elect` creates the leader row before locking it. PostgreSQL locks first and
      * inserts only for a new namespace, saving a statement on every renewal.
@@ -83,8 +235,8 @@ export function createStore(context: DbContext) {
      * row and returns that leader — followers never queue for the leader row's lock, which the
      * leader's renewal and every takeover still take (`lockLeader`).
      *
-     * Why this keeps contract §3 rule 7 ("read with FOR UPDATE wherever leadership may change
-     * hands"): a follower's call cannot change leadership — it never writes the leader row — so
+     * Why this keeps the rule "read the leader row with FOR UPDATE wherever leadership may change
+     * hands" (docs/protocol.md): a follower's call cannot change leadership — it never writes the leader row — so
      * there is nothing for the lock to serialize. The read is the first of a transaction the
      * library owns, so InnoDB's snapshot is taken at that moment (it is current), and `live` is
      * judged by the server clock at that moment: the call is linearized at the read, when the
@@ -95,16 +247,13 @@ export function createStore(context: DbContext) {
      */
     followerReadsFirst: d.name === 'mysql',
 
-    /** register / heartbeat: create the candidate row or extend it. */
-    async touchCandidate(m: EntityManager, ns: string, candidateId: string, expireSeconds: number): Promise<void> {
-      await execute(
-        context,
-        m,
-        sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at)
-VALUES (${ns}, ${candidateId}, ${d.now}, ${d.nowPlus(expireSeconds)})
-${d.upsert(['ns', 'candidate_id'], ['last_heartbeat_at', 'expires_at'])}`,
-      );
+    /** register / heartbeat: create the candidate row or extend it, storing the options given. */
+    async touchCandidate(m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<void> {
+      await execute(context, m, candidateUpsert(ns, candidateId, expireSeconds, fields));
     },
+
+    /** The candidate upsert as a statement, for the SQLite programs. */
+    candidateUpsert,
 
     /**
      * Creates a vacant leader row (term 0) unless one exists. It cannot raise a duplicate-key
@@ -128,6 +277,20 @@ ${d.insertIfAbsent(['ns'])}`,
      * transaction already wrote.
      */
     async lockLeader(m: EntityManager, ns: string, mode: 'write' | 'read', writeLockHeld = false): Promise<LeaderRow | undefined> {
+      return (await this.lockLeaderFor(m, ns, mode, writeLockHeld, undefined))?.row;
+    },
+
+    /**
+     * {@link lockLeader}, plus the {@link Standing} of `candidateId` when given (what `elect`
+     * decides by), read in the same statement.
+     */
+    async lockLeaderFor(
+      m: EntityManager,
+      ns: string,
+      mode: 'write' | 'read',
+      writeLockHeld: boolean,
+      candidateId: string | undefined,
+    ): Promise<{ row: LeaderRow; standing: Standing } | undefined> {
       if (!d.rowLocks && !writeLockHeld) {
         await execute(context, m, sql`UPDATE ${leaders} SET ns = ns WHERE ns = ${ns}`);
       }
@@ -136,11 +299,37 @@ ${d.insertIfAbsent(['ns'])}`,
         .select(selectLeader('l'))
         .from(ElectionLeader, 'l')
         .where('l.ns = :ns', { ns });
+      if (candidateId !== undefined) query.addSelect(selectStanding('l')).setParameter('me', candidateId);
       // MySQL/MariaDB take FOR UPDATE for both modes: TypeORM renders a share lock as MySQL 8's
       // `FOR SHARE` for a MariaDB server behind `type: "mysql"`, which MariaDB rejects.
       if (d.rowLocks) query.setLock(mode === 'read' && d.name === 'postgres' ? 'pessimistic_read' : 'pessimistic_write');
       const row = await query.getRawOne<Record<string, unknown>>();
-      return row ? toRow(row) : undefined;
+      return row ? { row: toRow(row), standing: toStanding(row) } : undefined;
+    },
+
+    /**
+     * Whether `assertLeader` writes the leader row after its check (MySQL/MariaDB). A locked read
+     * fences only on the server that holds the lock: under MariaDB Galera (and other
+     * certification-based multi-primary replication) a takeover committed on another node never
+     * waits for it, and a fenced transaction whose write set touches only the caller's tables
+     * passes certification after that takeover (measured: 14 stale commits in 100 tight races).
+     * A real change of the leader row puts it in the transaction's write set: certification then
+     * orders the fenced transaction and any takeover, and the later of the two aborts (a deadlock
+     * error). On a single InnoDB server the write costs one statement on a row the transaction has
+     * already locked `FOR UPDATE`: measured in docs/databases.md, it is taken everywhere rather
+     * than only where Galera is detected, because detection cannot see every topology (MySQL Group
+     * Replication multi-primary, proxies that route connections to different servers).
+     */
+    fencesByWriting: d.name === 'mysql',
+
+    /**
+     * Touches the leader row so the transaction's write set contains it: `updated_at` moves to the
+     * database clock, and at least one microsecond forward, so the row always really changes
+     * (MySQL/MariaDB skip rows an UPDATE leaves as they were, and such a row would not be written).
+     * Runs only after the row was read under its lock and the caller was found to be the leader.
+     */
+    async touchLeader(m: EntityManager, ns: string): Promise<void> {
+      await execute(context, m, sql`UPDATE ${leaders} SET updated_at = GREATEST(${d.now}, updated_at + INTERVAL 1 MICROSECOND) WHERE ns = ${ns}`);
     },
 
     /** The leader row without a lock (for reads that change nothing). */
@@ -150,61 +339,122 @@ ${d.insertIfAbsent(['ns'])}`,
     },
 
     /**
+     * The leader row and the database clock in one statement, for watchers: without a row it
+     * still answers the clock. Never locks.
+     */
+    observeStatement,
+
+    /** Reads what {@link observeStatement} selected. */
+    parseObserved: toObserved,
+
+    async observeLeader(m: EntityManager, ns: string): Promise<ObservedLeader> {
+      const [row] = await execute(context, m, observeStatement(ns));
+      return toObserved(row);
+    },
+
+    /** {@link readLeader} plus whether `candidateId` has a candidate row (MySQL follower read). */
+    async readLeaderFor(m: EntityManager, ns: string, candidateId: string): Promise<{ row: LeaderRow; registered: boolean } | undefined> {
+      const [row] = await execute(
+        context,
+        m,
+        sql`SELECT ${raw(selectLeader('l'))}, (SELECT COUNT(*) FROM ${candidates} c WHERE c.ns = l.ns AND c.candidate_id = ${candidateId}) AS registered
+FROM ${leaders} l WHERE l.ns = ${ns}`,
+      );
+      return row ? { row: toRow(row), registered: Number(row.registered) > 0 } : undefined;
+    },
+
+    /**
      * PostgreSQL: the whole `elect` of an existing namespace in ONE statement (one round trip, one
      * transaction when run outside the caller's), returning what it decided; undefined when the
      * namespace has no leader row yet (nothing was written: the caller takes the general path).
      *
-     * Same protocol as the general path, step for step (contract §3 rules 2, 6, 7):
+     * Same protocol as the general path, step for step (docs/protocol.md: lock order, database clock, retries):
      * - `locked` reads the leader row `FOR UPDATE`; `lease` and `touch` take their input rows
      *   from it, so the leader row is locked before the candidate row is written (lock order).
      * - `live` is judged by `clock_timestamp()` in `seen`, evaluated above the lock, so after
      *   waiting for the lock it is the clock of that moment, not of the statement's start.
+     * - `standing` reads the caller's stored priority and eligibility and the highest priority
+     *   of the other live eligible candidates (plain reads of the statement's snapshot); with
+     *   the options given, `decided` applies {@link decide}'s rule. This is what keeps priority
+     *   free for renewals: no extra round trip, one index range of the namespace's candidates.
      * - Under READ COMMITTED the locked read returns the newest committed row, and the UPDATE
      *   re-reads that newest version before writing it: a takeover committed while we waited is
      *   seen, never overwritten.
      * - The announcement (pg_notify, delivered at commit) is sent only when the lease changed
      *   hands, with the same payload fields as {@link announce}.
+     * - History (see `history.ts`), only when the lease changed hands: `closed` ends a lapsed
+     *   term at its lease's end, `opened` starts the new one. A renewal writes none of it.
      */
     electInOneStatement:
       d.name !== 'postgres'
         ? undefined
-        : async (m: EntityManager, ns: string, candidateId: string, expireSeconds: number): Promise<ElectDecision | undefined> => {
+        : async (m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<ElectDecision | undefined> => {
+            const me = sql`CAST(${candidateId} AS varchar)`;
+            const { columns, values } = fieldInsert(fields);
+            const updated = fieldColumns(fields)
+              .names.map((name) => `, ${name} = EXCLUDED.${name}`)
+              .join('');
             const [row] = await execute(
               context,
               m,
               sql`WITH locked AS (
   SELECT ns, leader_id, term, lease_expires_at FROM ${leaders} WHERE ns = CAST(${ns} AS varchar) FOR UPDATE
+), mine AS (
+  SELECT priority, eligible FROM ${candidates} WHERE ns = CAST(${ns} AS varchar) AND candidate_id = ${me}
+), standing AS (
+  SELECT EXISTS (SELECT 1 FROM mine) AS registered,
+    COALESCE(CAST(${bool(fields.eligible)} AS boolean), (SELECT eligible FROM mine), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
+    COALESCE(CAST(${fields.priority ?? null} AS integer), (SELECT priority FROM mine), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
+    (SELECT max(priority) FROM ${candidates} WHERE ns = CAST(${ns} AS varchar) AND candidate_id <> ${me} AND eligible
+      AND expires_at > clock_timestamp()) AS rival_priority
 ), seen AS (
-  SELECT ns, leader_id, term, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
+  SELECT ns, leader_id, term, lease_expires_at, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
+), ranked AS (
+  SELECT seen.*, (seen.live AND seen.leader_id = ${me}) AS renewing, standing.eligible, standing.registered,
+    COALESCE(standing.rival_priority > standing.priority, false) AS outranked
+  FROM seen, standing
 ), decided AS (
-  SELECT ns, leader_id, term, live, (live AND leader_id = CAST(${candidateId} AS varchar)) AS renewing,
-    (NOT live OR leader_id = CAST(${candidateId} AS varchar)) AS takes
-  FROM seen
+  SELECT ns, leader_id, term, lease_expires_at, live, renewing, registered, (renewing OR (NOT live AND eligible AND NOT outranked)) AS takes,
+    (renewing AND (NOT eligible OR outranked)) AS hand_over
+  FROM ranked
 ), lease AS (
   UPDATE ${leaders} AS l
-  SET leader_id = CAST(${candidateId} AS varchar), term = CASE WHEN decided.renewing THEN decided.term ELSE decided.term + 1 END,
+  SET leader_id = ${me}, term = CASE WHEN decided.renewing THEN decided.term ELSE decided.term + 1 END,
     lease_expires_at = ${d.nowPlus(expireSeconds)}, updated_at = clock_timestamp()
   FROM decided WHERE l.ns = decided.ns AND decided.takes
   RETURNING l.ns, l.leader_id, l.term
 ), touch AS (
-  INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at)
-  SELECT ns, CAST(${candidateId} AS varchar), clock_timestamp(), ${d.nowPlus(expireSeconds)} FROM decided
-  ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at
+  INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
+  SELECT ns, ${me}, clock_timestamp(), ${d.nowPlus(expireSeconds)}${values} FROM decided
+  ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at${raw(updated)}
+), closed AS (
+  UPDATE ${history} AS h SET ended_at = decided.lease_expires_at, end_reason = CAST(${'expired'} AS varchar)
+  FROM decided WHERE decided.takes AND NOT decided.renewing AND decided.leader_id IS NOT NULL
+    AND h.ns = decided.ns AND h.term = decided.term AND h.ended_at IS NULL
+), opened AS (
+  INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
+  SELECT lease.ns, lease.term, lease.leader_id, clock_timestamp(), NULL, NULL FROM lease, decided WHERE NOT decided.renewing
+  ON CONFLICT (ns, term) DO UPDATE SET leader_id = EXCLUDED.leader_id, acquired_at = EXCLUDED.acquired_at, ended_at = NULL, end_reason = NULL
 ), announced AS (
-  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('ns', lease.ns, 'leaderId', lease.leader_id, 'term', lease.term)::text)
+  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
+    'ns', lease.ns, 'leaderId', lease.leader_id, 'term', lease.term)::text)
   FROM lease, decided WHERE NOT decided.renewing
 )
-SELECT decided.leader_id, decided.term, decided.renewing, decided.takes, lease.term AS new_term,
-  (SELECT count(*) FROM announced) AS announced
+SELECT decided.leader_id, decided.term, decided.live, decided.renewing, decided.takes, decided.hand_over, decided.registered,
+  lease.term AS new_term, (SELECT count(*) FROM announced) AS announced, ${d.instant(d.now.text)} AS db_now
 FROM decided LEFT JOIN lease ON true`,
             );
             if (!row) return undefined;
             const takes = sqlBool(row.takes);
+            const live = sqlBool(row.live);
             return {
-              leaderId: takes ? candidateId : (row.leader_id as string),
+              leaderId: takes ? candidateId : live ? (row.leader_id as string) : null,
               term: Number(takes ? row.new_term : row.term),
               isLeader: takes,
               acquired: takes && !sqlBool(row.renewing),
+              handOver: sqlBool(row.hand_over),
+              wasRegistered: sqlBool(row.registered),
+              databaseNow: d.parseInstant(row.db_now) as Date,
             };
           },
 
@@ -246,10 +496,42 @@ WHERE ns = ${ns}`,
       return rows.map((row) => row.candidate_id).sort();
     },
 
+    /** The active candidates with everything they said about themselves, sorted by id. */
+    async candidateRows(m: EntityManager, ns: string): Promise<CandidateRow[]> {
+      const rows = await execute(context, m, this.candidateRowsStatement(ns));
+      return this.toCandidateRows(rows);
+    },
+
+    candidateRowsStatement(ns: string): SqlFragment {
+      return sql`SELECT candidate_id, ${d.instant('last_heartbeat_at')} AS last_heartbeat_at, ${d.instant('expires_at')} AS expires_at,
+  priority, eligible, metadata FROM ${candidates} WHERE ns = ${ns} AND expires_at > ${d.now}`;
+    },
+
+    toCandidateRows(rows: Record<string, unknown>[]): CandidateRow[] {
+      return (
+        rows
+          .map((row) => ({
+            candidateId: String(row.candidate_id),
+            lastHeartbeatAt: d.parseInstant(row.last_heartbeat_at) as Date,
+            expiresAt: d.parseInstant(row.expires_at) as Date,
+            priority: Number(row.priority),
+            eligible: sqlBool(row.eligible),
+            metadata: parseMetadata(row.metadata),
+          }))
+          // Sorted here, not by ORDER BY: collations differ between databases.
+          .sort((a, b) => (a.candidateId < b.candidateId ? -1 : a.candidateId > b.candidateId ? 1 : 0))
+      );
+    },
+
     /** Announces a lease change to LISTENers (PostgreSQL only; delivered when the transaction commits). */
     async announce(m: EntityManager, change: LeaseChange): Promise<void> {
       if (d.name !== 'postgres') return;
-      await execute(context, m, sql`SELECT pg_notify(${NOTIFY_CHANNEL}, ${JSON.stringify(change)})`);
+      await execute(
+        context,
+        m,
+        sql`SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
+  'ns', CAST(${change.ns} AS text), 'leaderId', CAST(${change.leaderId} AS text), 'term', CAST(${change.term} AS bigint))::text)`,
+      );
     },
   };
 }

@@ -95,3 +95,144 @@ export function checkCallOptions(value: unknown, extra: readonly string[] = []):
   const options = checkOptions(value, ['ns', 'session', ...extra]);
   return { ...options, ns: checkNs(options.ns), session: options.session as Session | undefined };
 }
+
+/** The largest accepted candidate `metadata`, serialized as JSON (UTF-8 bytes): 4096. */
+export const MAX_METADATA_BYTES = 4096;
+/** A candidate's priority unless given: 0. */
+export const DEFAULT_PRIORITY = 0;
+/** Whether a candidate may acquire the lease unless told otherwise: true. */
+export const DEFAULT_ELIGIBLE = true;
+/** The priority range: a 32-bit signed integer, as every supported database stores it. */
+export const MIN_PRIORITY = -2_147_483_648;
+export const MAX_PRIORITY = 2_147_483_647;
+
+/** JSON object values: what `JSON.stringify` writes and `JSON.parse` reads back unchanged. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+/** A candidate's `metadata`: a JSON object (host, pid, address, version…). */
+export type CandidateMetadata = { [key: string]: JsonValue };
+
+/** What a candidate says about itself; each is stored in its candidate row when given. */
+export interface CandidateOptions {
+  /**
+   * A JSON object of at most {@link MAX_METADATA_BYTES} bytes serialized. Stored when given (and
+   * then returned by `getLeader`, `getCandidates`); when omitted, the stored metadata is kept (a
+   * new candidate has none: `null`).
+   */
+  metadata?: CandidateMetadata;
+  /**
+   * A leader hands over to a live eligible candidate of strictly higher priority. An integer in
+   * [{@link MIN_PRIORITY}, {@link MAX_PRIORITY}]; when omitted the stored one is kept (a new
+   * candidate gets {@link DEFAULT_PRIORITY}, 0).
+   */
+  priority?: number;
+  /**
+   * False: the candidate registers and observes but never acquires the lease. When omitted the
+   * stored value is kept (a new candidate gets {@link DEFAULT_ELIGIBLE}, true).
+   */
+  eligible?: boolean;
+}
+
+/** What the store writes: metadata already serialized; omitted fields are left as stored. */
+export interface CandidateFields {
+  metadataJson?: string;
+  priority?: number;
+  eligible?: boolean;
+}
+
+/** Why a value cannot be stored as JSON and read back equal, or undefined if it can. */
+function jsonProblem(value: unknown, path: string, seen: Set<object>): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return value.isWellFormed() ? undefined : `${path} is a string with a lone surrogate`;
+    case 'boolean':
+      return undefined;
+    case 'number':
+      return Number.isFinite(value) ? undefined : `${path} is ${String(value)}, which JSON cannot represent`;
+    case 'object': {
+      if (value === null) return undefined;
+      if (seen.has(value)) return `${path} refers back to an enclosing object (a cycle)`;
+      const isArray = Array.isArray(value);
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (!isArray && proto !== Object.prototype && proto !== null) {
+        const name = (value as { constructor?: { name?: string } }).constructor?.name ?? 'object';
+        return `${path} is a ${name}, not a plain object, array or JSON primitive`;
+      }
+      seen.add(value);
+      try {
+        if (isArray) {
+          for (let i = 0; i < value.length; i++) {
+            const problem = jsonProblem(value[i], `${path}[${i}]`, seen);
+            if (problem) return problem;
+          }
+          return undefined;
+        }
+        if (Object.getOwnPropertySymbols(value).length > 0) return `${path} has symbol keys`;
+        for (const [key, item] of Object.entries(value)) {
+          const problem = jsonProblem(item, `${path}.${key}`, seen);
+          if (problem) return problem;
+        }
+        return undefined;
+      } finally {
+        seen.delete(value);
+      }
+    }
+    default:
+      // undefined, functions and symbols vanish in JSON.stringify; bigint makes it throw.
+      return `${path} is ${typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`}, which JSON cannot represent`;
+  }
+}
+
+/**
+ * A plain JSON object (no arrays, class instances, undefined, functions, bigint, non-finite
+ * numbers, cycles) whose JSON text is at most {@link MAX_METADATA_BYTES} bytes; returns that text.
+ */
+export function checkMetadata(value: unknown, parameter = 'options.metadata'): string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ValidationError(parameter, `must be a JSON object like { host: "…", pid: 123 } (got ${describe(value)})`);
+  }
+  const problem = jsonProblem(value, parameter, new Set());
+  if (problem) throw new ValidationError(parameter, `must be JSON-serializable: ${problem}`);
+  const json = JSON.stringify(value);
+  const bytes = Buffer.byteLength(json);
+  if (bytes > MAX_METADATA_BYTES) {
+    throw new ValidationError(parameter, `must be at most ${MAX_METADATA_BYTES} bytes as JSON (got ${bytes})`);
+  }
+  return json;
+}
+
+/** An integer in [{@link MIN_PRIORITY}, {@link MAX_PRIORITY}]. */
+export function checkPriority(value: unknown, parameter = 'options.priority'): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < MIN_PRIORITY || value > MAX_PRIORITY) {
+    throw new ValidationError(parameter, `must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY} (got ${describe(value)})`);
+  }
+  return value;
+}
+
+/** A boolean. */
+export function checkEligible(value: unknown, parameter = 'options.eligible'): boolean {
+  if (typeof value !== 'boolean') throw new ValidationError(parameter, `must be a boolean (got ${describe(value)})`);
+  return value;
+}
+
+/** The candidate options of a call, checked; omitted ones stay omitted. */
+export function checkCandidateFields(options: Record<string, unknown>, prefix = 'options'): CandidateFields {
+  const fields: CandidateFields = {};
+  if (options.metadata !== undefined) fields.metadataJson = checkMetadata(options.metadata, `${prefix}.metadata`);
+  if (options.priority !== undefined) fields.priority = checkPriority(options.priority, `${prefix}.priority`);
+  if (options.eligible !== undefined) fields.eligible = checkEligible(options.eligible, `${prefix}.eligible`);
+  return fields;
+}
+
+/** The candidate option names `registerCandidate`, `heartbeat` and `elect` accept besides `ns` and `session`. */
+export const CANDIDATE_OPTION_KEYS = ['metadata', 'priority', 'eligible'] as const;
+
+/** Reads stored metadata text; anything that is not a JSON object (written behind the library's back) reads as null. */
+export function parseMetadata(value: unknown): CandidateMetadata | null {
+  if (value === null || value === undefined) return null;
+  try {
+    const parsed: unknown = JSON.parse(typeof value === 'string' ? value : String(value));
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as CandidateMetadata) : null;
+  } catch {
+    return null;
+  }
+}

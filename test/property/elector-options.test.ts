@@ -1,5 +1,5 @@
 /**
- * Hostile options for the LeaderElector constructor (contract §5): valid options construct an
+ * Hostile options for the LeaderElector constructor: valid options construct an
  * elector with the given (or default) values; anything else is a ValidationError naming the
  * option. The constructor touches no database, so nothing can have been written either way.
  */

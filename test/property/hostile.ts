@@ -1,6 +1,6 @@
 /**
  * Hostile inputs for the public API, and the oracle that says which of them are valid
- * (contract §4): property tests assert "valid ⇒ the call works, invalid ⇒ ValidationError
+ * (the rules of docs/api.md): property tests assert "valid ⇒ the call works, invalid ⇒ ValidationError
  * naming one of the invalid parameters, and nothing written".
  */
 import fc from 'fast-check';

@@ -9,7 +9,7 @@ import { ElectionService, LEADER_TABLE, CANDIDATE_TABLE, MAX_NS_LENGTH } from 'g
 import { describeEachDatabase, query, uuid } from '../support/databases';
 import { RUNS, SQL_HOSTILE, UNICODE_NAMES } from './hostile';
 
-/** Well-formed, NUL-free, 1..255 code points: what the contract promises to store exactly. */
+/** Well-formed, NUL-free, 1..255 code points: what the library promises to store exactly (docs/databases.md). */
 const storableNs = fc
   .oneof(
     fc.constantFrom(...SQL_HOSTILE, ...UNICODE_NAMES),

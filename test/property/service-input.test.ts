@@ -1,5 +1,5 @@
 /**
- * Hostile input (contract §4) for every ElectionService method and the module-level functions,
+ * Hostile input for every ElectionService method and the module-level functions,
  * on every database: a call either works (valid input) or throws ValidationError naming a bad
  * parameter — and a rejected call leaves both tables exactly as they were.
  */

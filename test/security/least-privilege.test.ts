@@ -1,5 +1,5 @@
 /**
- * The least privileges of the README, proven: a role with only the listed grants runs the whole
+ * The least privileges of docs/databases.md, proven: a role with only the listed grants runs the whole
  * API (and, on PostgreSQL, LISTEN/NOTIFY) once the tables exist; it cannot run DDL.
  */
 import { randomBytes } from 'crypto';
@@ -9,10 +9,11 @@ import type { DataSource } from 'typeorm';
 import { ElectionService, initDb, LeaderElector } from 'gemstone-utils';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
 
-/** The grants the README lists for the runtime role (DDL only for initDb's role). */
+/** The grants docs/databases.md lists for the runtime role (DDL only for initDb's role). */
 const RUNTIME_GRANTS = {
   gemstone_election_candidate: 'SELECT, INSERT, UPDATE, DELETE',
   gemstone_election_leader: 'SELECT, INSERT, UPDATE',
+  gemstone_election_history: 'SELECT, INSERT, UPDATE, DELETE',
 } as const;
 
 describeEachDatabase(
@@ -104,7 +105,7 @@ describeEachDatabase(
       }
     });
 
-    test('the DDL role of initDb needs only CREATE: it creates the tables on an empty database', async () => {
+    test('the DDL role of initDb needs only CREATE (and ALTER on MySQL/MariaDB): it creates the tables on an empty database', async () => {
       const fresh = await db.sibling();
       const url = new URL(fresh.url());
       const database = url.pathname.slice(1);
@@ -118,7 +119,7 @@ describeEachDatabase(
           await query(owner, `GRANT USAGE, CREATE ON SCHEMA public TO ${ddlRole}`);
         } else {
           await query(owner, `CREATE USER '${ddlRole}'@'%'`);
-          await query(owner, `GRANT CREATE ON \`${database}\`.* TO '${ddlRole}'@'%'`);
+          await query(owner, `GRANT CREATE, ALTER ON \`${database}\`.* TO '${ddlRole}'@'%'`);
         }
         url.username = ddlRole;
         const ds = await initDb(url.toString());
@@ -126,10 +127,10 @@ describeEachDatabase(
         const tables = await query<{ n: number | string }>(
           owner,
           db.kind === 'postgres'
-            ? "SELECT COUNT(*) AS n FROM pg_tables WHERE tablename IN ('gemstone_election_candidate', 'gemstone_election_leader')"
-            : "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN ('gemstone_election_candidate', 'gemstone_election_leader')",
+            ? "SELECT COUNT(*) AS n FROM pg_tables WHERE tablename IN ('gemstone_election_candidate', 'gemstone_election_leader', 'gemstone_election_history')"
+            : "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN ('gemstone_election_candidate', 'gemstone_election_leader', 'gemstone_election_history')",
         );
-        expect(Number(tables[0]!.n)).toBe(2);
+        expect(Number(tables[0]!.n)).toBe(3);
       } finally {
         if (db.kind === 'postgres') {
           await query(owner, `DROP OWNED BY ${ddlRole}`).catch(() => undefined);

@@ -7,7 +7,9 @@
  * - for `.query`: a variable destructured from `render(…)` — the `sql` tagged template of
  *   `src/db/sql.ts`, which binds every interpolated value as a parameter;
  * - for `.query`: a template literal whose only interpolations are module-level string constants
- *   that are plain SQL identifiers (e.g. `LISTEN ${NOTIFY_CHANNEL}`: LISTEN takes no parameters).
+ *   that are plain SQL identifiers (e.g. `LISTEN ${NOTIFY_CHANNEL}`: LISTEN takes no parameters);
+ * - for `.query`: `q.query` with `q.parameters` of the same object — a `Query` that TypeORM's schema
+ *   builder generated from entity metadata (plugin tables), replayed unchanged.
  * Query-builder conditions (`where`, `andWhere`, …) must be string literals that bind values with
  * `:name` parameters (or `new Brackets(…)`, an arrow or an object of column values). And `SqlFragment`s are made only by the `sql` tag (no `new SqlFragment`
  * outside sql.ts), so the parameter binding cannot be bypassed.
@@ -80,6 +82,26 @@ function isPlainString(node: ts.Expression): boolean {
   return ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node);
 }
 
+/**
+ * `runner.query(q.query, q.parameters)`: a `Query` of TypeORM's own schema builder
+ * (`createSchemaBuilder().log().upQueries`), DDL TypeORM generated from entity metadata with its
+ * own parameter list — replayed as it is, with nothing of ours spliced in.
+ */
+function isSchemaBuilderQuery(call: ts.CallExpression): boolean {
+  const [text, parameters] = call.arguments;
+  return (
+    text !== undefined &&
+    parameters !== undefined &&
+    ts.isPropertyAccessExpression(text) &&
+    text.name.text === 'query' &&
+    ts.isIdentifier(text.expression) &&
+    ts.isPropertyAccessExpression(parameters) &&
+    parameters.name.text === 'parameters' &&
+    ts.isIdentifier(parameters.expression) &&
+    parameters.expression.text === text.expression.text
+  );
+}
+
 /** The rule over one file's text (`file` is only used in reports and for the sql.ts exemption). */
 export function checkSqlSource(file: string, text: string, constants: ReadonlyMap<string, string>): Violation[] {
   return scanSqlSource(file, text, constants).violations;
@@ -107,6 +129,7 @@ export function scanSqlSource(file: string, text: string, constants: ReadonlyMap
         const ok =
           isPlainString(first) ||
           (ts.isIdentifier(first) && boundToRender(source, first.text)) ||
+          isSchemaBuilderQuery(node) ||
           (ts.isTemplateExpression(first) &&
             first.templateSpans.every((span) => {
               const value = ts.isIdentifier(span.expression) ? constants.get(span.expression.text) : undefined;
