@@ -1,16 +1,28 @@
 // Tests import the built package (dist/), as users do: `npm test` builds first.
 // GEMSTONE_TYPEORM_LINE=0.3 runs the same suite against TypeORM 0.3.x (installed as `typeorm03`).
 const line03 = process.env.GEMSTONE_TYPEORM_LINE === '0.3';
+// GEMSTONE_SQLITE3=5 runs the sqlite3 DataSources on sqlite3 5.x (installed as `sqlite3-v5`)
+// instead of 6.x: the peer range accepts both majors.
+const sqlite3v5 = process.env.GEMSTONE_SQLITE3 === '5';
 
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // The packed-package test type-checks a consumer a dozen times (CPU-bound): it runs on its own
+  // after the suite (`npm run test:package`), not beside the timing-sensitive tests.
+  // test/ha/ starts private database servers, poolers and replicas (`npm run test:ha`): not part of `npm test`.
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    ...(process.env.GEMSTONE_PACKAGE_TESTS === '1' ? [] : ['/test/package/consumer\\.test\\.ts$']),
+    ...(process.env.GEMSTONE_HA_TESTS === '1' ? [] : ['/test/ha/']),
+  ],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.jest.json' }] },
   moduleNameMapper: {
     '^gemstone-utils$': '<rootDir>/dist/src/index.js',
-    '^gemstone-utils/(db|election)$': '<rootDir>/dist/src/$1/index.js',
+    '^gemstone-utils/(db|election|metrics|nestjs)$': '<rootDir>/dist/src/$1/index.js',
+    ...(sqlite3v5 ? { '^sqlite3$': '<rootDir>/node_modules/sqlite3-v5' } : {}),
     ...(line03 ? { '^typeorm$': '<rootDir>/node_modules/typeorm03', '^typeorm/(.*)$': '<rootDir>/node_modules/typeorm03/$1' } : {}),
   },
   globalSetup: '<rootDir>/test/support/global-setup.js',

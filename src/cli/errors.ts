@@ -16,3 +16,14 @@ export function oneLine(error: unknown): string {
   const first = message.split('\n').find((line) => line.trim() !== '') ?? message;
   return first.trim() || (error instanceof Error ? error.name : 'unknown error');
 }
+
+/**
+ * The election tables are not in the database. Thrown without knowing the URL; the command
+ * that does (`status`) turns it into a {@link CliError} with the full `init` command to run.
+ */
+export class MissingTablesError extends CliError {
+  constructor(options?: { cause?: unknown }) {
+    super('the election tables are missing in this database (run `gemstone-election init` with the same --url)', options);
+    this.name = 'MissingTablesError';
+  }
+}

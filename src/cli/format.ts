@@ -6,6 +6,14 @@ export function duration(ms: number | null | undefined): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.round(ms)}ms`;
 }
 
+/**
+ * A duration for JSON output: milliseconds to one decimal (`1522.8`, not `1522.8175790000005`).
+ * Host-clock measurements (`performance.now()`) carry sub-millisecond noise nobody should read.
+ */
+export function roundMs<T extends number | null>(ms: T): T {
+  return (ms === null ? null : Math.round(ms * 10) / 10) as T;
+}
+
 /** The first block of a UUID: enough to tell candidates apart on screen. */
 export function shortId(id: string | null | undefined): string {
   return id ? id.slice(0, 8) : '-';
@@ -22,4 +30,34 @@ export const colorful = (): boolean => Boolean(process.stdout.isTTY) && !('NO_CO
 /** cli-table3 options: cyan headers and grey borders on a terminal, plain text elsewhere. */
 export function tableStyle(): { head: string[]; border: string[] } {
   return colorful() ? { head: ['cyan'], border: ['grey'] } : { head: [], border: [] };
+}
+
+/** Width of log lines when the output is not a terminal (a pipe, a file, CI). */
+export const DEFAULT_LOG_COLUMNS = 80;
+
+/**
+ * `text` broken at spaces into lines of at most `width` characters (a word longer than that is
+ * split). Wrapping, unlike cutting, keeps every word: event lines carry the term, the worker
+ * and what happened, often at their end.
+ */
+export function wrap(text: string, width: number): string[] {
+  const room = Math.max(10, width);
+  const lines: string[] = [];
+  let line = '';
+  for (let word of text.split(' ')) {
+    while (word.length > room) {
+      if (line !== '') lines.push(line);
+      lines.push(word.slice(0, room));
+      word = word.slice(room);
+      line = '';
+    }
+    if (line === '') line = word;
+    else if (line.length + 1 + word.length <= room) line += ` ${word}`;
+    else {
+      lines.push(line);
+      line = word;
+    }
+  }
+  lines.push(line);
+  return lines;
 }

@@ -1,18 +1,31 @@
 import { Command } from 'commander';
-import { CANDIDATE_TABLE, LEADER_TABLE } from '../election/schema';
-import { connect, disconnect, redact, resolveUrl } from './target';
+import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../election/schema';
+import { contextOf } from '../db/context';
+import { connect, disconnect, redact, resolveUrl, withTableOptions } from './target';
 
-async function init(options: { url?: string }): Promise<void> {
+interface InitOptions {
+  url?: string;
+  schema?: string;
+  entityPrefix?: string;
+}
+
+async function init(options: InitOptions): Promise<void> {
   const url = resolveUrl(options.url);
-  const dataSource = await connect(url, { createTables: true });
+  const dataSource = await connect(url, { createTables: true, schema: options.schema, entityPrefix: options.entityPrefix });
+  const context = contextOf(dataSource);
+  const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE].map((name) => {
+    const schema = context.schemaName(name);
+    return `${schema === undefined ? '' : `${schema}.`}${context.tableName(name)}`;
+  });
   await disconnect(dataSource);
-  process.stdout.write(`election tables ready in ${redact(url)}: ${CANDIDATE_TABLE}, ${LEADER_TABLE}\n`);
+  process.stdout.write(`election tables ready in ${redact(url)}: ${names.join(', ')}\n`);
 }
 
 /** `gemstone-election init`: `initDb` with table creation. */
 export function initCommand(): Command {
-  return new Command('init')
-    .description('create the election tables if they are missing (initDb); safe to run again')
-    .option('-u, --url <url>', 'database URL (default: $GEMSTONE_DB_URL, else sqlite:gemstone.sqlite)')
-    .action((options: { url?: string }) => init(options));
+  return withTableOptions(
+    new Command('init')
+      .description('create the election tables if they are missing (initDb); safe to run again')
+      .option('-u, --url <url>', 'database URL (default: $GEMSTONE_DB_URL, else sqlite:gemstone.sqlite)'),
+  ).action((options: InitOptions) => init(options));
 }

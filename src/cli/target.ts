@@ -1,8 +1,10 @@
+import type { Command } from 'commander';
 import * as fs from 'fs';
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import { initDb } from '../db/init-db';
-import { DEFAULT_DB_URL, optionsFromUrl } from '../db/url';
+import { DEFAULT_DB_URL, optionsFromUrl, redactUrl } from '../db/url';
 import { CliError, oneLine } from './errors';
+import { initHint } from './hint';
 
 /** How long the CLI waits for a database server to accept a connection. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
@@ -12,9 +14,9 @@ export function resolveUrl(url: string | undefined): string {
   return url || process.env.GEMSTONE_DB_URL || DEFAULT_DB_URL;
 }
 
-/** The URL without its password, for messages. */
+/** The URL without its password, for messages; the user name stays. */
 export function redact(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+  return redactUrl(url);
 }
 
 /** DataSourceOptions for a URL, with connect timeouts so an unreachable server fails fast. */
@@ -45,7 +47,30 @@ function sqliteFile(options: DataSourceOptions): string | undefined {
 
 export interface ConnectOptions {
   /** Create the election tables if missing (`init`, `demo`); `status` only reads. */
-  createTables: boolean;
+  readonly createTables: boolean;
+  /** `--schema`: the PostgreSQL schema of the tables (the DataSource's `schema` option). */
+  readonly schema?: string;
+  /** `--entity-prefix`: the DataSource's `entityPrefix` option. */
+  readonly entityPrefix?: string;
+}
+
+/** What `--schema` and `--entity-prefix` add to the DataSource options. */
+export function tableOptions(options: DataSourceOptions, { schema, entityPrefix }: Pick<ConnectOptions, 'schema' | 'entityPrefix'>): DataSourceOptions {
+  if (schema !== undefined && options.type !== 'postgres') {
+    throw new CliError(`--schema is for PostgreSQL only (the URL is a ${String(options.type)} database)`);
+  }
+  return {
+    ...options,
+    ...(schema !== undefined ? { schema } : {}),
+    ...(entityPrefix !== undefined ? { entityPrefix } : {}),
+  } as DataSourceOptions;
+}
+
+/** Adds `--schema` and `--entity-prefix` to a command that connects. */
+export function withTableOptions(command: Command): Command {
+  return command
+    .option('--schema <name>', 'PostgreSQL schema of the election tables (the DataSource option `schema`)')
+    .option('--entity-prefix <prefix>', 'table name prefix (the DataSource option `entityPrefix`)');
 }
 
 /**
@@ -53,11 +78,11 @@ export interface ConnectOptions {
  * A SQLite file that does not exist is refused unless tables are to be created: opening it
  * would silently create an empty database where the operator mistyped a path.
  */
-export async function connect(url: string, { createTables }: ConnectOptions): Promise<DataSource> {
-  const options = cliOptions(url);
+export async function connect(url: string, { createTables, ...names }: ConnectOptions): Promise<DataSource> {
+  const options = tableOptions(cliOptions(url), names);
   const file = sqliteFile(options);
   if (file !== undefined && !createTables && !fs.existsSync(file)) {
-    throw new CliError(`no database at ${redact(url)}: the file ${file} does not exist (run \`gemstone-election init --url ${redact(url)}\`)`);
+    throw new CliError(`no database at ${redact(url)}: the file ${file} does not exist (run ${initHint(url, names)})`);
   }
   try {
     return await initDb(options, { createTables });

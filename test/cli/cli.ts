@@ -24,6 +24,8 @@ export interface CliOptions {
   /** Extra `-r` preloads (e.g. a skewed host clock). */
   preload?: string[];
   timeoutMs?: number;
+  /** Own process group, so a test can signal the group as a terminal does (`process.kill(-pid)`). */
+  detached?: boolean;
 }
 
 function environment(extra: CliOptions['env'] = {}): NodeJS.ProcessEnv {
@@ -43,6 +45,7 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Chi
     cwd: options.cwd ?? ROOT,
     env: environment(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
 }
 

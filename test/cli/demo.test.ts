@@ -15,7 +15,7 @@ import { CliResult, finished, runCli, ROOT, startCli } from './cli';
 const { verifyLedger } = require(path.join(ROOT, 'dist', 'src', 'cli', 'demo', 'ledger.js')) as typeof import('../../src/cli/demo/ledger');
 
 /** Enough for two chaos actions after a slow start on a busy machine. */
-const DEMO_ARGS = ['demo', '--chaos', '--duration', '11', '--chaos-every', '2.5', '--lease', '2'];
+const DEMO_ARGS = ['demo', '--keep', '--chaos', '--duration', '11', '--chaos-every', '2.5', '--lease', '2'];
 const NS = 'demo';
 
 interface Summary {
@@ -163,8 +163,8 @@ describe('gemstone-election demo: Ctrl-C and refusals', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-demo-'));
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  test('SIGINT to the demo alone stops its workers (they hand over and exit) and still prints the summary', async () => {
-    const child = startCli(['demo', '--duration', '120', '--url', `sqlite:${path.join(dir, 'ctrl-c.sqlite')}`], { cwd: dir });
+  test('SIGINT to the demo alone stops its workers (they hand over and exit), prints the summary, exits 130', async () => {
+    const child = startCli(['demo', '--keep', '--duration', '120', '--url', `sqlite:${path.join(dir, 'ctrl-c.sqlite')}`], { cwd: dir });
     const result = finished(child, 45_000);
     let seen = '';
     await new Promise<void>((resolve) => {
@@ -175,7 +175,7 @@ describe('gemstone-election demo: Ctrl-C and refusals', () => {
     });
     child.kill('SIGINT');
     const { code, stdout } = await result;
-    expect(code).toBe(0);
+    expect(code).toBe(130);
     expect(stdout).toMatch(/interrupted: stopping/);
     const summary = parseSummary({ code, signal: null, stdout, stderr: '' });
     expect(summary.ledgerWrites).toBeGreaterThan(0);

@@ -15,6 +15,14 @@ interface StatusRow {
   term: number | null;
   leaseLeftMs: number | null;
   candidates: string[];
+  candidateDetails: Array<{
+    candidateId: string;
+    leader: boolean;
+    priority: number;
+    eligible: boolean;
+    metadata: Record<string, unknown> | null;
+    expiresInMs: number | null;
+  }>;
 }
 
 function json(result: CliResult): StatusRow[] {
@@ -67,12 +75,12 @@ describeEachDatabase(
       expect(table.stdout).toMatch(/no namespaces/);
     });
 
-    test('status: one row per namespace with leader, term, lease left and active candidates', async () => {
+    test('status: one row per namespace with leader, term, lease left and active candidates, then the candidates', async () => {
       const service = new ElectionService(ds, { expireSeconds: 120 });
       const [a, b, c] = [uuid(), uuid(), uuid()].sort();
-      await service.elect(a!, { ns: 'billing' });
-      await service.registerCandidate(b!, { ns: 'billing' });
-      await service.registerCandidate(c!, { ns: 'billing', });
+      await service.elect(a!, { ns: 'billing', metadata: { host: 'web-1', pid: 4242 } });
+      await service.registerCandidate(b!, { ns: 'billing', priority: -2, metadata: { host: 'web-2', pid: 7, zone: 'eu-west-1' } });
+      await service.registerCandidate(c!, { ns: 'billing', eligible: false });
       await service.elect(b!, { ns: 'reports' });
       await service.resign(b!, { ns: 'reports' });
       await service.elect(c!, { ns: 'reports' }); // term 2 after the resignation
@@ -84,20 +92,48 @@ describeEachDatabase(
       const [billing, idle, reports] = rows as [StatusRow, StatusRow, StatusRow];
       expect(billing).toMatchObject({ leaderId: a, term: 1, candidates: [a, b, c] });
       expect(reports).toMatchObject({ leaderId: c, term: 2, candidates: [b, c] });
-      expect(idle).toEqual({ ns: 'idle', leaderId: null, term: null, leaseLeftMs: null, candidates: [a] });
+      expect(idle).toEqual({
+        ns: 'idle',
+        leaderId: null,
+        term: null,
+        leaseLeftMs: null,
+        candidates: [a],
+        candidateDetails: [{ candidateId: a, leader: false, priority: 0, eligible: true, metadata: null, expiresInMs: expect.any(Number) }],
+      });
+      expect(billing.candidateDetails.map(({ expiresInMs, ...rest }) => rest)).toEqual([
+        { candidateId: a, leader: true, priority: 0, eligible: true, metadata: { host: 'web-1', pid: 4242 } },
+        { candidateId: b, leader: false, priority: -2, eligible: true, metadata: { host: 'web-2', pid: 7, zone: 'eu-west-1' } },
+        { candidateId: c, leader: false, priority: 0, eligible: false, metadata: null },
+      ]);
+      for (const detail of billing.candidateDetails) expect(detail.expiresInMs).toBeGreaterThan(60_000);
       for (const row of [billing, reports]) {
         expect(row.leaseLeftMs).toBeGreaterThan(60_000); // generous: the machine may be slow
         expect(row.leaseLeftMs).toBeLessThanOrEqual(120_000);
       }
 
       const only = json(await runCli(['status', '--url', db.url(), '--json', '--ns', 'reports']));
-      expect(only).toEqual([reports].map((r) => ({ ...r, leaseLeftMs: expect.any(Number) })));
+      expect(only).toEqual(
+        [reports].map((r) => ({
+          ...r,
+          leaseLeftMs: expect.any(Number),
+          candidateDetails: r.candidateDetails.map((detail) => ({ ...detail, expiresInMs: expect.any(Number) })),
+        })),
+      );
 
       const table = await runCli(['status', '--url', db.url()]);
       expect(table).toMatchObject({ code: 0, stderr: '' });
       const billingLine = table.stdout.split('\n').find((line) => line.includes('billing'));
-      expect(billingLine).toMatch(new RegExp(`billing\\s+│\\s+${a}\\s+│\\s+1\\s+│\\s+1[01]\\d\\.\\ds\\s+│\\s+3\\s+│`));
+      const billingCells = new RegExp(`billing\\s+│\\s+${a}\\s+│\\s+1\\s+│\\s+(\\d+\\.\\d)s\\s+│\\s+3\\s+│`).exec(billingLine ?? '');
+      expect(billingCells).not.toBeNull();
+      // Lease left of a 120 s lease: positive and at most the lease (a slow machine may take a while to get here).
+      expect(Number(billingCells![1])).toBeGreaterThan(0);
+      expect(Number(billingCells![1])).toBeLessThanOrEqual(120);
       expect(table.stdout.split('\n').find((line) => line.includes('idle'))).toMatch(/idle\s+│\s+none\s+│\s+-\s+│\s+-\s+│\s+1\s+│/);
+      // The candidates table: role, priority, eligibility, host, pid and the rest of the metadata.
+      const lineOf = (id: string) => table.stdout.split('\n').find((line) => line.includes('billing') && line.includes(id) && /leader|follower|observer/.test(line)) ?? '';
+      expect(lineOf(a!)).toMatch(new RegExp(`billing\\s+│\\s+${a}\\s+│\\s+leader\\s+│\\s+0\\s+│\\s+yes\\s+│\\s+web-1\\s+│\\s+4242\\s+│\\s+-\\s+│`));
+      expect(lineOf(b!)).toMatch(new RegExp(`${b}\\s+│\\s+follower\\s+│\\s+-2\\s+│\\s+yes\\s+│\\s+web-2\\s+│\\s+7\\s+│\\s+\\{"zone":"eu-west-1"\\}\\s+│`));
+      expect(lineOf(c!)).toMatch(new RegExp(`${c}\\s+│\\s+observer\\s+│\\s+0\\s+│\\s+no\\s+│\\s+-\\s+│\\s+-\\s+│\\s+-\\s+│`));
     });
 
     test('status: lease left and liveness come from the database clock, not the host clock', async () => {
@@ -110,7 +146,8 @@ describeEachDatabase(
       );
       expect(skewed).toHaveLength(1);
       expect(skewed[0]).toMatchObject({ leaderId: leader, term: 1, candidates: [leader] });
-      expect(skewed[0]!.leaseLeftMs).toBeGreaterThan(60_000);
+      // A host-clock computation would read about -3,480 s; the database clock reads what is left of 120 s.
+      expect(skewed[0]!.leaseLeftMs).toBeGreaterThan(0);
       expect(skewed[0]!.leaseLeftMs).toBeLessThanOrEqual(120_000);
     });
 

@@ -1,5 +1,5 @@
 /**
- * Contract §0 and the import side effect of §1: the package as a user's process loads it — from
+ * The package as a user's process loads it — from
  * child processes in the repo root, so Node resolves `gemstone-utils` by self-reference through
  * the `exports` map of package.json against dist/ — and the manifest itself.
  */
@@ -50,15 +50,36 @@ console.log(JSON.stringify({
 await ds.destroy();
 `;
 
+// Records every `@nestjs/*` package the entry points ask for (the package is CommonJS: all its
+// loads go through require), then prints them as JSON.
+const NEST_LOADS_SCRIPT = `
+const Module = require('module');
+const requested = new Set();
+const resolve = Module._resolveFilename;
+Module._resolveFilename = function (request, ...rest) {
+  if (request.startsWith('@nestjs/')) requested.add(request);
+  return resolve.call(this, request, ...rest);
+};
+const core = {};
+for (const specifier of ['gemstone-utils', 'gemstone-utils/db', 'gemstone-utils/election', 'gemstone-utils/metrics']) require(specifier);
+core.requested = [...requested].sort();
+require('gemstone-utils/nestjs');
+console.log(JSON.stringify({ core: core.requested, nestjs: [...requested].sort() }));
+`;
+
 describe('package entry points (child processes in the repo root)', () => {
   // Started together: each is a separate Node process, so they overlap on the two cores.
-  const probes = {} as Record<'root' | 'db' | 'election', Promise<Probe>>;
+  const probes = {} as Record<'root' | 'db' | 'election' | 'metrics' | 'nestjs', Promise<Probe>>;
+  let nestLoads: ReturnType<typeof runNode>;
   let esm: ReturnType<typeof runNode>;
   let tsc: ReturnType<typeof runNode>;
   beforeAll(() => {
     probes.root = probe('gemstone-utils');
     probes.db = probe('gemstone-utils/db');
     probes.election = probe('gemstone-utils/election');
+    probes.metrics = probe('gemstone-utils/metrics');
+    probes.nestjs = probe('gemstone-utils/nestjs');
+    nestLoads = runNode(['-e', NEST_LOADS_SCRIPT]);
     esm = runNode(['--input-type=module', '-e', ESM_SCRIPT]);
     tsc = runNode(
       [
@@ -76,13 +97,15 @@ describe('package entry points (child processes in the repo root)', () => {
       { timeoutMs: 60_000 },
     );
     // Failures are asserted by the tests; keep unobserved rejections quiet until then.
-    for (const pending of [...Object.values(probes), esm, tsc]) pending.catch(() => undefined);
+    for (const pending of [...Object.values(probes), esm, tsc, nestLoads]) pending.catch(() => undefined);
   });
 
   test.each([
     ['gemstone-utils', 'root', '.'],
     ['gemstone-utils/db', 'db', './db'],
     ['gemstone-utils/election', 'election', './election'],
+    ['gemstone-utils/metrics', 'metrics', './metrics'],
+    ['gemstone-utils/nestjs', 'nestjs', './nestjs'],
   ] as const)('require(%s) resolves through the exports map to dist', async (_specifier, key, entry) => {
     const result = await probes[key];
     const target = manifest.exports[entry] as { default: string };
@@ -92,27 +115,45 @@ describe('package entry points (child processes in the repo root)', () => {
     expect(result.deepImport).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED'); // only the exported entry points
   });
 
-  test('importing gemstone-utils/db alone registers nothing; gemstone-utils and /election register the election tables', async () => {
-    const [root, db, election] = await Promise.all([probes.root, probes.db, probes.election]);
-    expect(db.entities).toEqual([]);
-    expect(db.migrations).toEqual([]);
-    for (const loaded of [root, election]) {
-      expect(loaded.entities).toEqual(['ElectionCandidate', 'ElectionLeader']);
-      expect(loaded.migrations).toEqual(['GemstoneElectionTables1763683200000']);
+  test('importing gemstone-utils/db or /metrics alone registers nothing; gemstone-utils, /election and /nestjs register the election tables', async () => {
+    const [root, db, election, metrics, nestjs] = await Promise.all([probes.root, probes.db, probes.election, probes.metrics, probes.nestjs]);
+    for (const alone of [db, metrics]) {
+      expect(alone.entities).toEqual([]);
+      expect(alone.migrations).toEqual([]);
+    }
+    for (const loaded of [root, election, nestjs]) {
+      expect(loaded.entities).toEqual(['ElectionCandidate', 'ElectionLeader', 'ElectionHistory']);
+      expect(loaded.migrations).toEqual(['GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000']);
     }
   });
 
-  test('the entry points export the API of the contract', async () => {
+  test('the entry points export the documented API', async () => {
     const [root, db, election] = await Promise.all([probes.root, probes.db, probes.election]);
     const dbApi = ['GemstoneDB', 'initDb', 'getDataSource', 'GemstoneError', 'ValidationError', 'NotInitializedError'];
     const electionApi = [
-      'ElectionService', 'ElectionCandidate', 'ElectionLeader', 'NotLeaderError', 'ValidationError', 'NotInitializedError',
+      'ElectionService', 'ElectionCandidate', 'ElectionLeader', 'ElectionHistory', 'NotLeaderError', 'ValidationError', 'NotInitializedError',
       'setExpire', 'registerCandidate', 'heartbeat', 'elect', 'isLeader', 'listCandidates', 'unregisterCandidate',
       'getLeader', 'resign', 'assertLeader',
+      'watch', 'LeaderWatch', 'getHistory', 'handOver', 'pruneHistory', 'DEFAULT_WATCH_POLL_MS', 'DEFAULT_HISTORY_RETENTION_SECONDS', 'HISTORY_TABLE',
     ];
     expect(db.exports).toEqual(expect.arrayContaining(dbApi));
     expect(election.exports).toEqual(expect.arrayContaining(electionApi));
     expect(root.exports).toEqual(expect.arrayContaining([...dbApi, ...electionApi]));
+    expect((await probes.metrics).exports).toEqual(
+      expect.arrayContaining(['createPrometheusMetrics', 'createOpenTelemetryMetrics', 'instrumentElector', 'METRIC_NAMES', 'DEFAULT_ELECT_DURATION_BUCKETS']),
+    );
+    expect((await probes.nestjs).exports).toEqual(
+      expect.arrayContaining(['ElectionModule', 'LeaderOnly', 'ElectionHealthIndicator', 'ElectionService', 'LeaderElector', 'GemstoneDB']),
+    );
+  });
+
+  test('gemstone-utils, /db, /election and /metrics load no @nestjs package; /nestjs loads Nest but not terminus until a health check runs', async () => {
+    const result = await nestLoads;
+    expect({ code: result.code, stderr: result.stderr }).toMatchObject({ code: 0 });
+    const loads = JSON.parse(result.stdout) as { core: string[]; nestjs: string[] };
+    expect(loads.core).toEqual([]);
+    expect(loads.nestjs).toEqual(expect.arrayContaining(['@nestjs/common', '@nestjs/typeorm']));
+    expect(loads.nestjs).not.toContain('@nestjs/terminus');
   });
 
   test("an ES module can `import { ElectionService } from 'gemstone-utils'` and run an election", async () => {
@@ -122,7 +163,7 @@ describe('package entry points (child processes in the repo root)', () => {
       elected: true,
       sameClass: true,
       sameRegistry: true,
-      entities: ['ElectionCandidate', 'ElectionLeader'],
+      entities: ['ElectionCandidate', 'ElectionLeader', 'ElectionHistory'],
     });
   });
 
@@ -134,11 +175,11 @@ describe('package entry points (child processes in the repo root)', () => {
 });
 
 describe('package.json', () => {
-  test('is named gemstone-utils and maps ".", "./db", "./election" to built JS with declarations', () => {
+  test('is named gemstone-utils and maps ".", "./db", "./election", "./metrics", "./nestjs" to built JS with declarations', () => {
     expect(manifest.name).toBe('gemstone-utils');
-    expect(Object.keys(manifest.exports)).toEqual(expect.arrayContaining(['.', './db', './election']));
+    expect(Object.keys(manifest.exports)).toEqual(expect.arrayContaining(['.', './db', './election', './metrics', './nestjs']));
     const files = [manifest.main, manifest.types];
-    for (const entry of ['.', './db', './election']) {
+    for (const entry of ['.', './db', './election', './metrics', './nestjs']) {
       const target = manifest.exports[entry] as { types?: string; default?: string };
       expect(target.types).toMatch(/^\.\/dist\/.*\.d\.ts$/);
       expect(target.default).toMatch(/^\.\/dist\/.*\.js$/);
@@ -149,14 +190,19 @@ describe('package.json', () => {
     expect(path.normalize(manifest.types)).toBe(path.normalize((manifest.exports['.'] as { types: string }).types));
   });
 
-  test('peer dependencies are those of CONTRACT §0: typeorm and reflect-metadata required, drivers optional', () => {
+  test('peer dependencies are typeorm and reflect-metadata required, drivers, metrics libraries and Nest packages optional', () => {
     const peers = manifest.peerDependencies;
-    expect(Object.keys(peers).sort()).toEqual(['better-sqlite3', 'mysql2', 'pg', 'reflect-metadata', 'sqlite3', 'typeorm']);
+    const nest = ['@nestjs/common', '@nestjs/core', '@nestjs/terminus', '@nestjs/typeorm'];
+    expect(Object.keys(peers).sort()).toEqual(
+      expect.arrayContaining([...nest, '@opentelemetry/api', 'better-sqlite3', 'mysql2', 'pg', 'prom-client', 'reflect-metadata', 'sqlite3', 'typeorm']),
+    );
     expect(peers.typeorm).toBe('^0.3.20 || ^1.0.0');
     const optional = Object.entries(manifest.peerDependenciesMeta ?? {})
       .filter(([, meta]) => meta.optional === true)
       .map(([name]) => name)
       .sort();
-    expect(optional).toEqual(['better-sqlite3', 'mysql2', 'pg', 'sqlite3']);
+    expect(optional).toEqual(expect.arrayContaining([...nest, '@opentelemetry/api', 'better-sqlite3', 'mysql2', 'pg', 'prom-client', 'sqlite3']));
+    // Everything but the two the package cannot run without is optional.
+    expect(Object.keys(peers).filter((name) => !optional.includes(name)).sort()).toEqual(['reflect-metadata', 'typeorm']);
   });
 });

@@ -74,7 +74,8 @@ export interface TermKey {
 /**
  * Records a term in the history, copying the acquisition instant from the leader row. Call it
  * inside a fenced transaction (after `assertLeader` with this term), right after acquisition:
- * a renewal in between would make `started_at` later, which only weakens the stale check.
+ * a renewal in between would make `started_at` later, which only weakens the stale check (so
+ * does, on MySQL/MariaDB, `assertLeader`'s own write of `updated_at` in this transaction).
  * Returns false when the leader row no longer shows this term and leader.
  */
 export async function recordTerm(m: EntityManager, context: DbContext, key: TermKey): Promise<boolean> {
@@ -170,4 +171,27 @@ WHERE w.run_id = ${runId} AND w.ns = ${ns} AND (
         .sort((a, b) => a.id - b.id),
     };
   });
+}
+
+/** What {@link removeDemoTables} did. */
+export type DemoTablesOutcome = 'dropped' | 'kept: they hold rows of other runs';
+
+/**
+ * Deletes this run's rows, then drops both demo tables if no other run's rows are left. Rows of
+ * another run (one with `--keep`, or a demo running beside this one) keep the tables: dropping
+ * them would take that run's ledger with them.
+ */
+export async function removeDemoTables(dataSource: DataSource, runId: string): Promise<DemoTablesOutcome> {
+  const context = contextOf(dataSource);
+  const m = dataSource.manager;
+  const tables = [context.table(LEDGER_TABLE), context.table(TERM_TABLE)];
+  let others = 0;
+  for (const table of tables) {
+    await execute(context, m, sql`DELETE FROM ${table} WHERE run_id = ${runId}`);
+    const [row] = await execute(context, m, sql`SELECT COUNT(*) AS n FROM ${table}`);
+    others += Number(row?.n ?? 0);
+  }
+  if (others > 0) return 'kept: they hold rows of other runs';
+  for (const table of tables) await execute(context, m, sql`DROP TABLE IF EXISTS ${table}`);
+  return 'dropped';
 }

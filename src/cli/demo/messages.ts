@@ -15,7 +15,12 @@ export interface WorkerConfig {
   gapMs: number;
   /** Skip `assertLeader` before ledger writes (to show what fencing prevents). */
   unfenced: boolean;
+  /** Keep election metrics (prom-client) and answer the supervisor's `metrics-request`s. */
+  metrics: boolean;
 }
+
+/** Supervisor → worker. */
+export type SupervisorMessage = { kind: 'metrics-request'; requestId: number };
 
 /** Worker → supervisor. */
 export type WorkerMessage =
@@ -27,4 +32,6 @@ export type WorkerMessage =
   | { kind: 'wrote'; term: number; entryId: number }
   | { kind: 'fenced'; term: number; currentTerm: number | null; leaderId: string | null }
   | { kind: 'error'; message: string }
-  | { kind: 'stopped' };
+  | { kind: 'stopped' }
+  /** The worker's prom-client `registry.getMetricsAsJSON()`, answering a `metrics-request`. */
+  | { kind: 'metrics'; requestId: number; metrics: object[] };

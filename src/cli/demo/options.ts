@@ -31,4 +31,11 @@ export interface DemoOptions {
   unfenced?: boolean;
   json?: boolean;
   plain?: boolean;
+  /** Keep the demo tables and this run's rows (dropped by default). */
+  keep?: boolean;
+  /** Serve the workers' election metrics on http://127.0.0.1:<port>/metrics (0: any free port). */
+  metricsPort?: number;
 }
+
+/** A scrape waits this long for each worker's metrics; a worker slower than that is left out. */
+export const METRICS_WORKER_TIMEOUT_MS = 1000;

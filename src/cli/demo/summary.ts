@@ -1,9 +1,9 @@
 import pc from 'picocolors';
-import { duration } from '../format';
+import { duration, roundMs } from '../format';
 import type { LedgerVerdict, StaleWrite } from './ledger';
 import type { Observations } from './supervisor';
 
-/** The end-of-run report. `--json` prints exactly this object. */
+/** The end-of-run report. `--json` prints exactly this object; durations are milliseconds to one decimal. */
 export interface DemoSummary {
   runId: string;
   url: string;
@@ -39,12 +39,13 @@ export function buildSummary(
 ): DemoSummary {
   return {
     ...base,
+    durationMs: roundMs(base.durationMs),
     elections: Math.max(0, (observed.finalTerm ?? initialTerm) - initialTerm),
     failovers: verdict.failovers,
     kills: observed.kills,
     pauses: observed.pauses,
-    longestLeaderlessMs: observed.longestLeaderlessMs,
-    longestTakeoverMs: observed.longestTakeoverMs,
+    longestLeaderlessMs: roundMs(observed.longestLeaderlessMs),
+    longestTakeoverMs: roundMs(observed.longestTakeoverMs),
     ledgerWrites: verdict.writes,
     fencedRejections: observed.fencedRejections,
     staleWrites: verdict.stale.length,

@@ -7,7 +7,8 @@ import { duration, shortId } from '../format';
 import { oneLine } from '../errors';
 import { readSnapshot } from '../status/query';
 import { LeaderlessTracker } from './gap';
-import type { WorkerConfig, WorkerMessage } from './messages';
+import type { SupervisorMessage, WorkerConfig, WorkerMessage } from './messages';
+import type { WorkerMetrics } from './metrics-server';
 import { DemoOptions, PAUSE_BEYOND_LEASE_MS, POLL_MS, RESPAWN_DELAY_MS } from './options';
 import type { DemoEvent, DemoOutput, Tone, WorkerRow } from './view';
 
@@ -52,11 +53,18 @@ export class Supervisor {
   #finalTerm: number | null = null;
   #lastDbNowMs = Number.NaN;
   #fatal: Error | undefined;
-  /** The leader as the last poll saw it. */
+  /** The leader as the last poll saw it: the holder of an unexpired lease by the database clock. */
   #currentLeader: string | null = null;
+  /** The last poll's leader row; undefined before the first poll. */
+  #dbLeader: { leaderId: string | null; term: number | null; leaseLeftMs: number | null } | undefined;
+  /** Names of every candidate id this run spawned, including exited ones (a leader row may outlive its process). */
+  readonly #names = new Map<string, string>();
   /** The latest chaos action not yet followed by another worker's election (host monotonic clock: display only). */
   #disrupted: { at: number; candidateId: string | undefined } | undefined;
   #longestTakeoverMs: number | null = null;
+  /** Metrics requests awaiting each worker's answer, by request id. */
+  readonly #metricsRequests = new Map<number, (metrics: object[]) => void>();
+  #nextMetricsRequest = 0;
   readonly counts = { kills: 0, pauses: 0, fencedRejections: 0, workerErrors: 0 };
 
   constructor(
@@ -141,6 +149,7 @@ export class Supervisor {
       workMs: this.options.workMs,
       gapMs: this.options.gapMs,
       unfenced: Boolean(this.options.unfenced),
+      metrics: this.options.metricsPort !== undefined,
     };
     // execArgv is inherited: a `-r` preload of the parent (e.g. the TypeORM line switch) applies too.
     const child = fork(WORKER_SCRIPT, [JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
@@ -159,6 +168,7 @@ export class Supervisor {
       chaosKilled: false,
     };
     this.#slots[index] = slot;
+    this.#names.set(candidateId, name);
     this.#event(`${name} started (pid ${child.pid}, candidate ${shortId(candidateId)})`, 'info');
     for (const stream of [child.stdout, child.stderr]) {
       if (!stream) continue;
@@ -197,7 +207,9 @@ export class Supervisor {
       case 'leader':
         if (slot.role === 'leader') break;
         slot.term = message.term;
-        if (message.leaderId !== slot.candidateId) this.#act(slot, message.leaderId ? `following ${this.#nameOf(message.leaderId)}` : 'no leader: electing');
+        // The worker's news may be stale (the leader it saw may have died since): the text comes
+        // from the database's leader, and the polls keep it current.
+        if (message.leaderId !== slot.candidateId) this.#act(slot, this.#followText());
         break;
       case 'working':
         this.#act(slot, `job running (term ${message.term})`);
@@ -221,7 +233,43 @@ export class Supervisor {
       case 'stopped':
         this.#act(slot, 'stopped');
         break;
+      case 'metrics':
+        this.#metricsRequests.get(message.requestId)?.(message.metrics);
+        break;
     }
+  }
+
+  /**
+   * The election metrics of every running worker, asked for over IPC. A worker that does not
+   * answer within `timeoutMs` (paused by chaos, busy starting, just killed) is left out of this
+   * scrape, as a Prometheus target that fails its scrape would be.
+   */
+  async workerMetrics(timeoutMs: number): Promise<WorkerMetrics[]> {
+    const asked = this.#slots.filter((slot) => slot.child?.connected && slot.ready && slot.role !== 'paused');
+    const answers = await Promise.all(
+      asked.map(
+        (slot) =>
+          new Promise<WorkerMetrics | undefined>((resolve) => {
+            const requestId = this.#nextMetricsRequest++;
+            const done = (metrics: object[] | undefined) => {
+              clearTimeout(timer);
+              this.#metricsRequests.delete(requestId);
+              resolve(metrics && { worker: slot.name, metrics });
+            };
+            const timer = setTimeout(() => done(undefined), timeoutMs);
+            this.#metricsRequests.set(requestId, done);
+            const request: SupervisorMessage = { kind: 'metrics-request', requestId };
+            try {
+              slot.child?.send(request, (error) => {
+                if (error) done(undefined);
+              });
+            } catch {
+              done(undefined);
+            }
+          }),
+      ),
+    );
+    return answers.filter((answer): answer is WorkerMetrics => answer !== undefined);
   }
 
   #onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
@@ -252,7 +300,50 @@ export class Supervisor {
 
   #nameOf(candidateId: string | null): string {
     if (candidateId === null) return 'nobody';
-    return this.#slots.find((s) => s.candidateId === candidateId)?.name ?? shortId(candidateId);
+    const slot = this.#slots.find((s) => s.candidateId === candidateId);
+    if (slot) return slot.child ? slot.name : `${slot.name} (exited)`;
+    const name = this.#names.get(candidateId);
+    return name ? `${name} (exited, ${shortId(candidateId)})` : shortId(candidateId);
+  }
+
+  /** A follower's last action, from the database's leader (never from a worker's older news). */
+  #followText(): string {
+    const leaderId = this.#dbLeader?.leaderId ?? null;
+    return leaderId ? `following ${this.#nameOf(leaderId)}` : 'no leader: electing';
+  }
+
+  /** The view's leader line: only the unexpired leader the database shows, or none. */
+  #leaderLine(): string {
+    const db = this.#dbLeader;
+    if (!db) return 'leader (database): not read yet';
+    if (!db.leaderId) return `leader (database): none, no unexpired lease${db.term === null ? '' : ` (last term ${db.term})`}`;
+    return `leader (database): ${this.#nameOf(db.leaderId)}, term ${db.term ?? '-'}, lease ${duration(db.leaseLeftMs)} left`;
+  }
+
+  /** Follows the database's leader: a log line when it changes, followers' texts kept current. */
+  #onLeaderRow(sample: { leaderId: string | null; term: number | null; leaseLeftMs: number | null }): void {
+    const before = this.#dbLeader;
+    this.#dbLeader = sample;
+    if (!before || before.leaderId !== sample.leaderId || (sample.leaderId !== null && before.term !== sample.term)) {
+      const text = sample.leaderId
+        ? `database: leader is ${this.#nameOf(sample.leaderId)} (term ${sample.term ?? '-'})`
+        : before?.leaderId
+          ? `database: no leader (the lease of ${this.#nameOf(before.leaderId)} ended)`
+          : 'database: no leader yet';
+      this.#event(text, sample.leaderId ? 'info' : 'warn');
+    }
+    this.#refreshFollowers();
+  }
+
+  /** Followers' texts from the database's leader as known now (its process may have exited since). */
+  #refreshFollowers(): void {
+    const leaderId = this.#dbLeader?.leaderId ?? null;
+    for (const slot of this.#slots) {
+      if (!slot.child || slot.candidateId === leaderId) continue;
+      if (!/^(following |no leader)/.test(slot.lastAction)) continue;
+      const text = this.#followText();
+      if (text !== slot.lastAction) this.#act(slot, text);
+    }
   }
 
   async #poll(): Promise<void> {
@@ -274,6 +365,7 @@ export class Supervisor {
         leaseLeftMs: row?.leaseLeftMs ?? null,
       };
       if (this.#stopping) return;
+      this.#onLeaderRow(sample);
       this.#gaps.observe(sample);
       for (const slot of this.#slots) slot.leaseLeftMs = slot.candidateId === sample.leaderId ? sample.leaseLeftMs : null;
       if (sample.leaderId && !this.#leaderSeen && this.options.chaos) {
@@ -311,7 +403,7 @@ export class Supervisor {
     }
     this.counts.pauses++;
     const pauseMs = this.options.lease * 1000 + PAUSE_BEYOND_LEASE_MS;
-    this.#event(`chaos: SIGSTOP ${leader.name} (leader, term ${leader.term ?? '-'}) for ${duration(pauseMs)}, longer than its lease`, 'bad');
+    this.#event(`chaos: SIGSTOP ${leader.name} (leader, term ${leader.term ?? '-'}) for ${duration(pauseMs)} (> lease)`, 'bad');
     leader.role = 'paused';
     this.#act(leader, 'paused by chaos');
     child.kill('SIGSTOP');
@@ -326,7 +418,11 @@ export class Supervisor {
 
   #render(): void {
     const elapsedMs = Date.now() - this.#startedAt;
-    this.output.render({ title: this.title, elapsedMs, durationMs: this.options.duration * 1000 }, this.#slots);
+    this.#refreshFollowers();
+    // A worker is shown leading only while the database agrees (it may not have noticed losing the lease).
+    const leaderId = this.#dbLeader?.leaderId ?? null;
+    const rows = this.#slots.map((slot) => (slot.role === 'leader' && slot.candidateId !== leaderId ? { ...slot, role: 'follower' as const } : slot));
+    this.output.render({ title: this.title, leader: this.#leaderLine(), elapsedMs, durationMs: this.options.duration * 1000 }, rows);
   }
 
   async #stopAll(): Promise<void> {

@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
 import pc from 'picocolors';
-import { clock, duration, shortId, tableStyle } from '../format';
+import { clock, DEFAULT_LOG_COLUMNS, duration, shortId, tableStyle, wrap } from '../format';
 
 export type Role = 'starting' | 'follower' | 'leader' | 'paused' | 'resumed' | 'killed' | 'stopped';
 export type Tone = 'info' | 'good' | 'warn' | 'bad';
@@ -28,6 +28,8 @@ export interface DemoEvent {
 
 export interface Header {
   title: string;
+  /** The leader as the database shows it (unexpired lease), already worded; see the supervisor. */
+  leader?: string;
   elapsedMs: number;
   durationMs: number;
 }
@@ -58,11 +60,30 @@ function fit(line: string, width: number): string {
   return plain.length <= width ? line : `${plain.slice(0, Math.max(0, width - 1))}…`;
 }
 
-/** Plain lines (`HH:MM:SS.mmm text`) for pipes and CI, to the given stream. */
+/** The stream's width on a terminal, else {@link DEFAULT_LOG_COLUMNS}. */
+function columnsOf(stream: NodeJS.WritableStream): number {
+  const tty = stream as Partial<NodeJS.WriteStream>;
+  return (tty.isTTY && tty.columns) || DEFAULT_LOG_COLUMNS;
+}
+
+/** `prefix text`, the text wrapped so that no line is wider than `width`; later lines indented under the text. */
+function eventLines(prefix: string, prefixWidth: number, text: string, width: number): string[] {
+  const indent = ' '.repeat(prefixWidth);
+  return wrap(text, width - prefixWidth).map((line, i) => `${i === 0 ? prefix : indent}${line}`);
+}
+
+/** Colors the part of a line after its first `from` columns (the event text after the stamp). */
+function paintAfter(line: string, from: number, color: (text: string) => string): string {
+  const cut = line.length - (line.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').length - from);
+  return `${line.slice(0, cut)}${color(line.slice(cut))}`;
+}
+
+/** Plain lines (`HH:MM:SS.mmm text`) for pipes and CI, to the given stream, wrapped to its width. */
 export class PlainLog implements DemoOutput {
   constructor(private readonly stream: NodeJS.WritableStream) {}
   event(event: DemoEvent): void {
-    this.stream.write(`${clock(event.at)} ${event.text}\n`);
+    const prefix = `${clock(event.at)} `;
+    this.stream.write(`${eventLines(prefix, prefix.length, event.text, columnsOf(this.stream)).join('\n')}\n`);
   }
   render(): void {}
   close(): void {}
@@ -104,15 +125,20 @@ export class LiveView implements DemoOutput {
       ]);
     }
     const progress = `${(header.elapsedMs / 1000).toFixed(1)}s / ${(header.durationMs / 1000).toFixed(0)}s`;
+    // Lines are never wider than the terminal: one the terminal wraps would throw the cursor
+    // arithmetic off. Events wrap (their key words are often at the end); the rest is cut.
+    const width = this.stream.columns || DEFAULT_LOG_COLUMNS;
     const lines = [
       `${pc.bold(header.title)}  ${pc.dim(progress)}`,
+      ...(header.leader === undefined ? [] : [header.leader]),
       ...table.toString().split('\n'),
       pc.bold('events'),
-      ...this.#events.map((e) => `  ${pc.dim(clock(e.at))} ${paint[e.tone](e.text)}`),
+      ...this.#events.flatMap((e) => {
+        const stamp = clock(e.at);
+        return eventLines(`  ${pc.dim(stamp)} `, stamp.length + 3, e.text, width).map((line) => paintAfter(line, stamp.length + 3, paint[e.tone]));
+      }),
     ];
-    // Move up over the previous frame and redraw it line by line, clearing leftovers. Lines
-    // are cut to the terminal width: a wrapped line would throw the cursor arithmetic off.
-    const width = this.stream.columns || Number.POSITIVE_INFINITY;
+    // Move up over the previous frame and redraw it line by line, clearing leftovers.
     let frame = this.#lines > 0 ? `\x1b[${this.#lines}A` : '';
     frame += lines.map((line) => `\x1b[2K${fit(line, width)}\n`).join('');
     frame += '\x1b[J';

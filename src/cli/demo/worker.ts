@@ -10,12 +10,17 @@ import { withTransaction } from '../../db/transaction';
 import { NotLeaderError } from '../../errors';
 import { ElectionService, LeaderElector } from '../../election';
 import type { Lease } from '../../election';
+import { createPrometheusMetrics } from '../../metrics';
 import { oneLine } from '../errors';
 import { cliOptions } from '../target';
 import { appendEntry, recordTerm } from './ledger';
-import type { WorkerConfig, WorkerMessage } from './messages';
+import type { SupervisorMessage, WorkerConfig, WorkerMessage } from './messages';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
+/** How often a worker checks that its supervisor is still its parent. */
+const PARENT_CHECK_MS = 500;
+/** Longest a stopping worker waits for its hand-over before it exits anyway. */
+const STOP_LIMIT_MS = 10_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function send(message: WorkerMessage): void {
@@ -74,6 +79,8 @@ async function job(service: ElectionService, lease: Lease): Promise<void> {
 async function stop(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
+    // A hand-over that hangs (database gone) must not keep an orphan alive.
+    setTimeout(() => process.exit(code), STOP_LIMIT_MS).unref();
     await elector?.stop().catch(() => undefined);
     if (dataSource?.isInitialized) await dataSource.destroy().catch(() => undefined);
     send({ kind: 'stopped' });
@@ -82,10 +89,17 @@ async function stop(code: number): Promise<never> {
 }
 
 async function main(): Promise<void> {
-  // Ctrl-C reaches the whole process group: the supervisor decides when workers stop (SIGTERM).
+  // Ctrl-C and a closed terminal's SIGHUP reach the whole process group: the supervisor decides
+  // when workers stop (SIGTERM), after it has seen them hand over.
   process.on('SIGINT', () => undefined);
+  process.on('SIGHUP', () => undefined);
   process.on('SIGTERM', () => void stop(0));
-  process.on('disconnect', () => void stop(0)); // the supervisor is gone
+  process.on('disconnect', () => void stop(0)); // the supervisor is gone (even SIGKILLed: its end of the channel closes)
+  // Belt and braces for the channel: a worker re-parented away from its supervisor stops too.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent || !process.connected) void stop(0);
+  }, PARENT_CHECK_MS).unref();
 
   dataSource = await initDb(cliOptions(config.url), { createTables: false });
   const service = new ElectionService(dataSource, { expireSeconds: config.expireSeconds });
@@ -101,6 +115,7 @@ async function main(): Promise<void> {
   elector.on('demoted', (lease, reason) => send({ kind: 'demoted', term: lease.term, reason }));
   elector.on('leader', (leaderId, term) => send({ kind: 'leader', leaderId, term }));
   elector.on('error', (error) => send({ kind: 'error', message: oneLine(error) }));
+  if (config.metrics) serveMetricsToSupervisor(elector);
   await elector.start();
   send({ kind: 'ready', candidateId: elector.candidateId });
 
@@ -108,6 +123,21 @@ async function main(): Promise<void> {
     const ran = await elector.runIfLeader((lease) => job(service, lease).then(() => true));
     await sleep(ran ? config.gapMs : 50);
   }
+}
+
+/** `--metrics-port`: this worker's election metrics, sent to the supervisor when it is scraped. */
+function serveMetricsToSupervisor(observed: LeaderElector): void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Registry } = require('prom-client') as typeof import('prom-client');
+  const registry = new Registry();
+  createPrometheusMetrics({ registry }).attach(observed);
+  process.on('message', (message: SupervisorMessage) => {
+    if (message.kind !== 'metrics-request') return;
+    registry.getMetricsAsJSON().then(
+      (metrics) => send({ kind: 'metrics', requestId: message.requestId, metrics }),
+      (error: unknown) => send({ kind: 'error', message: `metrics: ${oneLine(error)}` }),
+    );
+  });
 }
 
 main().catch((error: unknown) => {

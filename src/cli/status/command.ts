@@ -1,8 +1,10 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { DataSource } from 'typeorm';
-import { checkNs } from '../../election/validate';
 import { clock } from '../format';
-import { connect, disconnect, resolveUrl } from '../target';
+import { CliError, MissingTablesError } from '../errors';
+import { initHint } from '../hint';
+import { namespace } from '../options';
+import { connect, disconnect, redact, resolveUrl, withTableOptions } from '../target';
 import { readStatus } from './query';
 import { statusJson, statusTable } from './render';
 
@@ -14,20 +16,14 @@ interface StatusOptions {
   ns?: string;
   json?: boolean;
   watch?: number | true;
+  schema?: string;
+  entityPrefix?: string;
 }
 
 function positiveSeconds(value: string): number {
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds <= 0) throw new InvalidArgumentError('must be a number of seconds > 0');
   return seconds;
-}
-
-function namespace(value: string): string {
-  try {
-    return checkNs(value, '--ns');
-  } catch (error) {
-    throw new InvalidArgumentError((error as Error).message);
-  }
 }
 
 async function printOnce(dataSource: DataSource, options: StatusOptions, watching: boolean): Promise<void> {
@@ -43,7 +39,18 @@ async function printOnce(dataSource: DataSource, options: StatusOptions, watchin
 }
 
 async function status(options: StatusOptions): Promise<void> {
-  const dataSource = await connect(resolveUrl(options.url), { createTables: false });
+  const url = resolveUrl(options.url);
+  try {
+    await watchStatus(url, options);
+  } catch (error) {
+    if (!(error instanceof MissingTablesError)) throw error;
+    const hint = initHint(url, { schema: options.schema, entityPrefix: options.entityPrefix });
+    throw new CliError(`the election tables are missing in ${redact(url)} (run ${hint})`, { cause: error });
+  }
+}
+
+async function watchStatus(url: string, options: StatusOptions): Promise<void> {
+  const dataSource = await connect(url, { createTables: false, schema: options.schema, entityPrefix: options.entityPrefix });
   try {
     if (options.watch === undefined) return await printOnce(dataSource, options, false);
     const periodMs = (options.watch === true ? DEFAULT_WATCH_SECONDS : options.watch) * 1000;
@@ -64,11 +71,12 @@ async function status(options: StatusOptions): Promise<void> {
 
 /** `gemstone-election status`. */
 export function statusCommand(): Command {
-  return new Command('status')
-    .description('show the leader of each namespace: leader, term, lease left (database clock), active candidates')
-    .option('-u, --url <url>', 'database URL (default: $GEMSTONE_DB_URL, else sqlite:gemstone.sqlite)')
-    .option('-n, --ns <namespace>', 'only this namespace', namespace)
-    .option('--json', 'print JSON: [{ ns, leaderId, term, leaseLeftMs, candidates }]')
-    .option('-w, --watch [seconds]', `refresh until Ctrl-C (every ${DEFAULT_WATCH_SECONDS}s unless given)`, positiveSeconds)
-    .action((options: StatusOptions) => status(options));
+  return withTableOptions(
+    new Command('status')
+      .description('show the leader of each namespace (leader, term, lease left by the database clock) and its active candidates (role, priority, eligibility, host, pid, metadata)')
+      .option('-u, --url <url>', 'database URL (default: $GEMSTONE_DB_URL, else sqlite:gemstone.sqlite)')
+      .option('-n, --ns <namespace>', 'only this namespace', namespace)
+      .option('--json', 'print JSON: [{ ns, leaderId, term, leaseLeftMs, candidates, candidateDetails }]')
+      .option('-w, --watch [seconds]', `refresh until Ctrl-C (every ${DEFAULT_WATCH_SECONDS}s unless given)`, positiveSeconds),
+  ).action((options: StatusOptions) => status(options));
 }

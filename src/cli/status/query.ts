@@ -3,8 +3,23 @@ import { sqlBool } from '../../db/dialect';
 import { execute, withManager } from '../../db/session';
 import { raw, sql } from '../../db/sql';
 import { CANDIDATE_TABLE, LEADER_TABLE } from '../../election/schema';
-import { CliError } from '../errors';
+import { parseMetadata, type CandidateMetadata } from '../../election/validate';
+import { MissingTablesError } from '../errors';
 import { isMissingTable } from '../target';
+
+/** One active candidate as `status` shows it. */
+export interface CandidateStatus {
+  candidateId: string;
+  /** Holds the live lease. */
+  leader: boolean;
+  priority: number;
+  /** False: it observes, never leads. */
+  eligible: boolean;
+  /** What it said about itself (`{ host, pid }` for a `LeaderElector` by default); null if nothing. */
+  metadata: CandidateMetadata | null;
+  /** Milliseconds until its candidate row expires, by the database clock. */
+  expiresInMs: number | null;
+}
 
 /** One namespace as `status` shows it. Every instant and duration comes from the database clock. */
 export interface NamespaceStatus {
@@ -17,6 +32,8 @@ export interface NamespaceStatus {
   leaseLeftMs: number | null;
   /** Candidates with `expires_at > now`, sorted. */
   candidates: string[];
+  /** The same candidates with priority, eligibility and metadata, sorted by id. */
+  candidateDetails: CandidateStatus[];
 }
 
 /** The namespaces, with the database clock at the time of reading (epoch ms). */
@@ -52,16 +69,17 @@ export async function readSnapshot(dataSource: DataSource, ns?: string): Promise
   ${d.instant('lease_expires_at')} AS lease_expires_at, ${d.instant(d.now.text)} AS db_now
 FROM ${leaders}${onlyNs}`,
       );
-      const candidateRows = await execute<{ ns: string; candidate_id: string }>(
+      const candidateRows = await execute<Record<string, unknown>>(
         context,
         m,
-        sql`SELECT ns, candidate_id FROM ${candidates} WHERE expires_at > ${d.now}${andNs}`,
+        sql`SELECT ns, candidate_id, priority, eligible, metadata, ${d.instant('expires_at')} AS expires_at
+FROM ${candidates} WHERE expires_at > ${d.now}${andNs}`,
       );
 
       const byNs = new Map<string, NamespaceStatus>();
       const entry = (name: string) => {
         let status = byNs.get(name);
-        if (!status) byNs.set(name, (status = { ns: name, leaderId: null, term: null, leaseLeftMs: null, candidates: [] }));
+        if (!status) byNs.set(name, (status = { ns: name, leaderId: null, term: null, leaseLeftMs: null, candidates: [], candidateDetails: [] }));
         return status;
       };
       for (const row of leaderRows) {
@@ -74,15 +92,32 @@ FROM ${leaders}${onlyNs}`,
           status.leaseLeftMs = expires && now ? Math.max(0, expires.getTime() - now.getTime()) : null;
         }
       }
-      for (const row of candidateRows) entry(String(row.ns)).candidates.push(String(row.candidate_id));
-      for (const status of byNs.values()) status.candidates.sort();
+      for (const row of candidateRows) {
+        const status = entry(String(row.ns));
+        const candidateId = String(row.candidate_id);
+        status.candidates.push(candidateId);
+        const expires = d.parseInstant(row.expires_at);
+        status.candidateDetails.push({
+          candidateId,
+          leader: false,
+          priority: Number(row.priority),
+          eligible: sqlBool(row.eligible),
+          metadata: parseMetadata(row.metadata),
+          expiresInMs: expires && Number.isFinite(dbNowMs) ? Math.max(0, expires.getTime() - dbNowMs) : null,
+        });
+      }
+      for (const status of byNs.values()) {
+        status.candidates.sort();
+        status.candidateDetails.sort((a, b) => (a.candidateId < b.candidateId ? -1 : a.candidateId > b.candidateId ? 1 : 0));
+        for (const detail of status.candidateDetails) detail.leader = detail.candidateId === status.leaderId;
+      }
       // Sorted here: collations differ between databases.
       const namespaces = [...byNs.values()].sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
       return { dbNowMs, namespaces };
     });
   } catch (error) {
     if (isMissingTable(error)) {
-      throw new CliError('the election tables are missing in this database (run `gemstone-election init`)', { cause: error });
+      throw new MissingTablesError({ cause: error });
     }
     throw error;
   }
