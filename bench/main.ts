@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark on every database (PostgreSQL, MariaDB, SQLite file) in ONE
  * run, in dedicated databases created for the run and dropped after it. Writes
- * `bench/results/latest.json`, `latest.md` (the tables BENCHMARKS.md quotes) and
+ * `bench/results/latest.json`, `latest.md` (the tables docs/benchmarks.md quotes) and
  * `latency-vs-concurrency.svg`.
  *
  * `npm run bench:smoke`: the same code at tiny sizes (well under a minute). It checks

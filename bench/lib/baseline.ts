@@ -10,8 +10,8 @@
  * - SQLite: no statement can write two tables, so two prepared statements in one
  *   `BEGIN IMMEDIATE` transaction (better-sqlite3 runs them synchronously: no round trips).
  *
- * On PostgreSQL, `storedFunction` is the approach of seed 002: `try_become_leader()` in PL/pgSQL
- * on its own table (copied verbatim from the seed; it touches no candidate row).
+ * On PostgreSQL, `storedFunction` is a classic single-table lease function:
+ * `try_become_leader()` in PL/pgSQL on its own table (it touches no candidate row).
  */
 import * as mysql from 'mysql2/promise';
 import { Client } from 'pg';
@@ -25,7 +25,7 @@ export interface RawClient {
   expireLease(ns: string): Promise<void>;
   /** The leader of `ns` and its term, read without a lock (checks, not timed). */
   leader(ns: string): Promise<{ leaderId: string | null; term: number; live: boolean } | undefined>;
-  /** Seed 002's `try_become_leader` (PostgreSQL only). */
+  /** The stored function `try_become_leader` (PostgreSQL only). */
   storedFunction?: StoredFunction;
   close(): Promise<void>;
 }
@@ -52,8 +52,8 @@ const PG_ELECT = `WITH lease AS (
 )
 SELECT COALESCE((SELECT leader_id FROM lease), (SELECT leader_id FROM ${LEADER_TABLE} WHERE ns = $1)) AS leader_id`;
 
-/** Seed 002, verbatim apart from layout. */
-const SEED_002_SCHEMA = [
+/** The stored function and its table. */
+const STORED_FUNCTION_SCHEMA = [
   `CREATE TABLE IF NOT EXISTS leader_election (
   service_name VARCHAR(255) PRIMARY KEY,
   leader_id VARCHAR(255) NOT NULL,
@@ -158,12 +158,12 @@ async function openPostgres(url: string): Promise<RawClient> {
   };
 }
 
-/** Creates seed 002's table and function (PostgreSQL; once per database). */
-export async function installSeed002(url: string): Promise<void> {
+/** Creates the stored function's table and the function (PostgreSQL; once per database). */
+export async function installStoredFunction(url: string): Promise<void> {
   const client = new Client({ connectionString: url });
   await client.connect();
   try {
-    for (const statement of SEED_002_SCHEMA) await client.query(statement);
+    for (const statement of STORED_FUNCTION_SCHEMA) await client.query(statement);
   } finally {
     await client.end();
   }

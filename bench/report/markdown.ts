@@ -1,4 +1,4 @@
-/** The run as Markdown tables (bench/results/latest.md; BENCHMARKS.md quotes them). */
+/** The run as Markdown tables (bench/results/latest.md; docs/benchmarks.md quotes them). */
 import type { BenchKind } from '../lib/databases';
 import type { RepeatedResult } from '../lib/measure';
 import { SCENARIOS } from '../suites/hot-path';
@@ -46,18 +46,18 @@ export function renderMarkdown(report: BenchReport): string {
           scenario,
           n(s.library?.throughput ?? NaN),
           n(s.baseline?.throughput ?? NaN),
-          s.seed002 ? n(s.seed002.throughput) : '–',
+          s.storedFn ? n(s.storedFn.throughput) : '–',
           `**${x(h.ratioToBaseline[scenario])}**`,
-          h.ratioToSeed002 ? x(h.ratioToSeed002[scenario]) : '–',
+          h.ratioToStoredFunction ? x(h.ratioToStoredFunction[scenario]) : '–',
           lat(s.library),
           lat(s.baseline),
-          s.seed002 ? lat(s.seed002) : '–',
+          s.storedFn ? lat(s.storedFn) : '–',
         ]);
       }
     }
     out.push(
       table(
-        ['database', 'elect', 'library /s', 'baseline /s', 'seed 002 /s', 'library ÷ baseline', 'library ÷ seed 002', 'library p50 / p99', 'baseline p50 / p99', 'seed 002 p50 / p99'],
+        ['database', 'elect', 'library /s', 'baseline /s', 'stored fn /s', 'library ÷ baseline', 'library ÷ stored fn', 'library p50 / p99', 'baseline p50 / p99', 'stored fn p50 / p99'],
         rows,
       ),
     );

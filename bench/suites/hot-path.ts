@@ -1,18 +1,18 @@
 /**
  * Hot path: one caller, one connection, calls back to back. `elect` by the renewing leader, by a
  * follower (another holds the lease) and as a takeover (the lease was ended just before, untimed),
- * next to the one-statement baseline and, on PostgreSQL, seed 002's stored function — all
+ * next to the one-statement baseline and, on PostgreSQL, the stored function — all
  * interleaved in chunks of calls, so they share the machine's noise.
  */
 import type { ElectionService, ElectOutcome } from 'gemstone-utils';
-import { installSeed002, openRaw, RawClient, StoredFunction } from '../lib/baseline';
+import { installStoredFunction, openRaw, RawClient, StoredFunction } from '../lib/baseline';
 import type { BenchTarget } from '../lib/databases';
 import { candidateIds, openLibrary, service } from '../lib/library';
 import { combine, concatRuns, pairedRatio, RepeatedResult, RunSample, timeCalls } from '../lib/measure';
 
 export type Scenario = 'renew' | 'follower' | 'takeover';
 export const SCENARIOS: readonly Scenario[] = ['renew', 'follower', 'takeover'];
-export type Implementation = 'library' | 'baseline' | 'seed002';
+export type Implementation = 'library' | 'baseline' | 'storedFn';
 
 export interface HotPathSizes {
   warmup: number;
@@ -25,8 +25,8 @@ export interface HotPathResult {
   scenarios: Record<Scenario, Partial<Record<Implementation, RepeatedResult>>>;
   /** library ÷ baseline throughput (median of per-repetition ratios). */
   ratioToBaseline: Record<Scenario, number>;
-  /** library ÷ seed 002 throughput (PostgreSQL only). */
-  ratioToSeed002?: Record<Scenario, number>;
+  /** library ÷ stored fn throughput (PostgreSQL only). */
+  ratioToStoredFunction?: Record<Scenario, number>;
 }
 
 const EXPIRE = 60;
@@ -106,24 +106,24 @@ async function baselineRunner(election: ElectionService, raw: RawClient): Promis
   };
 }
 
-function seed002Runner(fn: StoredFunction): Runner {
+function storedFunctionRunner(fn: StoredFunction): Runner {
   const [leader, follower] = candidateIds(2) as [string, string];
-  const service = 'hot-seed002';
-  const takeoverService = 'hot-seed002-takeover';
+  const service = 'hot-stored-fn';
+  const takeoverService = 'hot-stored-fn-takeover';
   return {
     async renew(count) {
-      return timeCalls(count, async () => check(await fn.tryBecomeLeader(service, leader, EXPIRE), 'seed 002: renewal failed'));
+      return timeCalls(count, async () => check(await fn.tryBecomeLeader(service, leader, EXPIRE), 'stored function: renewal failed'));
     },
     async follower(count) {
       await fn.tryBecomeLeader(service, leader, EXPIRE);
-      return timeCalls(count, async () => check(!(await fn.tryBecomeLeader(service, follower, EXPIRE)), 'seed 002: a follower took the lease'));
+      return timeCalls(count, async () => check(!(await fn.tryBecomeLeader(service, follower, EXPIRE)), 'stored function: a follower took the lease'));
     },
     async takeover(count) {
       const ids = [follower, leader];
       await fn.tryBecomeLeader(takeoverService, leader, EXPIRE);
       return timeCalls(
         count,
-        async (i) => check(await fn.tryBecomeLeader(takeoverService, ids[i % 2] as string, EXPIRE), 'seed 002: takeover failed'),
+        async (i) => check(await fn.tryBecomeLeader(takeoverService, ids[i % 2] as string, EXPIRE), 'stored function: takeover failed'),
         () => fn.expire(takeoverService),
       );
     },
@@ -135,11 +135,11 @@ export async function runHotPath(target: BenchTarget, sizes: HotPathSizes, log: 
   const raw = await openRaw(target);
   try {
     const election = service(dataSource, EXPIRE);
-    if (target.kind === 'postgres') await installSeed002(target.url);
+    if (target.kind === 'postgres') await installStoredFunction(target.url);
     const runners: Partial<Record<Implementation, Runner>> = {
       library: libraryRunner(election, raw),
       baseline: await baselineRunner(election, raw),
-      ...(raw.storedFunction ? { seed002: seed002Runner(raw.storedFunction) } : {}),
+      ...(raw.storedFunction ? { storedFn: storedFunctionRunner(raw.storedFunction) } : {}),
     };
     const implementations = Object.keys(runners) as Implementation[];
     const runs: Record<Scenario, Partial<Record<Implementation, RunSample[]>>> = { renew: {}, follower: {}, takeover: {} };
@@ -162,15 +162,15 @@ export async function runHotPath(target: BenchTarget, sizes: HotPathSizes, log: 
     }
     const scenarios = {} as HotPathResult['scenarios'];
     const ratioToBaseline = {} as Record<Scenario, number>;
-    const ratioToSeed002 = {} as Record<Scenario, number>;
+    const ratioToStoredFunction = {} as Record<Scenario, number>;
     for (const scenario of SCENARIOS) {
       const combined: Partial<Record<Implementation, RepeatedResult>> = {};
       for (const implementation of implementations) combined[implementation] = combine(runs[scenario][implementation] ?? []);
       scenarios[scenario] = combined;
       ratioToBaseline[scenario] = pairedRatio(combined.library!, combined.baseline!, (r) => r.throughput);
-      if (combined.seed002) ratioToSeed002[scenario] = pairedRatio(combined.library!, combined.seed002, (r) => r.throughput);
+      if (combined.storedFn) ratioToStoredFunction[scenario] = pairedRatio(combined.library!, combined.storedFn, (r) => r.throughput);
     }
-    return { sizes, scenarios, ratioToBaseline, ...(target.kind === 'postgres' ? { ratioToSeed002 } : {}) };
+    return { sizes, scenarios, ratioToBaseline, ...(target.kind === 'postgres' ? { ratioToStoredFunction } : {}) };
   } finally {
     await raw.close();
     await dataSource.destroy();
