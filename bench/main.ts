@@ -2,13 +2,13 @@
  * `npm run bench`: every benchmark on every database (PostgreSQL, MariaDB, SQLite file) in ONE
  * run, in dedicated databases created for the run and dropped after it. Writes
  * `bench/results/latest.json`, `latest.md` (the tables docs/benchmarks.md quotes) and
- * `latency-vs-concurrency.svg`.
+ * `latency-vs-concurrency.svg` and `group-tick-vs-namespaces.svg`.
  *
  * `npm run bench:smoke`: the same code at tiny sizes (well under a minute). It checks
  * correctness only — no errors, exactly one leader, no overlapping leaderships — and asserts no
  * timings (this machine is shared and noisy). Exit code 1 on any correctness failure.
  *
- * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover
+ * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover,group
  * · --out <dir> (default bench/results for a full run; a smoke run writes files only with --out).
  */
 import 'reflect-metadata';
@@ -18,17 +18,18 @@ import * as path from 'path';
 import { Command } from 'commander';
 import { ALL_KINDS, BenchDatabase, BenchKind } from './lib/databases';
 import { openLibrary } from './lib/library';
-import { renderChart } from './report/chart';
+import { renderChart, renderGroupChart } from './report/chart';
 import { renderMarkdown } from './report/markdown';
 import { correctnessFailures, evaluateTargets } from './report/targets';
 import type { BenchReport, DatabaseResults } from './report/types';
 import { ContentionSizes, runContention } from './suites/contention';
 import { FailoverSizes, runFailover } from './suites/failover';
+import { GroupSizes, runGroup } from './suites/group';
 import { HotPathSizes, runHotPath } from './suites/hot-path';
 import { LoadSizes, runLoad } from './suites/load';
 import { runScale, ScaleSizes } from './suites/scale';
 
-const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover'] as const;
+const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover', 'group'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Sizes {
@@ -37,6 +38,7 @@ interface Sizes {
   scale: ScaleSizes;
   contention: ContentionSizes;
   failover: FailoverSizes;
+  group: GroupSizes;
 }
 
 const FULL: Sizes = {
@@ -45,6 +47,9 @@ const FULL: Sizes = {
   scale: { namespaces: [10, 1000, 10000], candidatesPerNamespace: 3, warmup: 100, calls: 500, reps: 5, listCandidates: 10000, listCalls: 10 },
   contention: { concurrency: [1, 8, 64], warmupMs: 500, durationMs: 2000, reps: 5 },
   failover: { trials: 20, candidates: 3, expireSeconds: 2, intervalMs: 500 },
+  // Lease 2 s, tick 500 ms: short enough that a crash settles in ~3 s, so the suite takes about a
+  // minute per database (docs/benchmarks.md).
+  group: { namespaces: [1, 100, 1000, 10000], processes: 3, expireSeconds: 2, intervalMs: 500, measureTicks: 8, balanceNamespaces: 1000 },
 };
 
 const SMOKE: Sizes = {
@@ -53,6 +58,7 @@ const SMOKE: Sizes = {
   scale: { namespaces: [10, 100], candidatesPerNamespace: 3, warmup: 2, calls: 10, reps: 1, listCandidates: 100, listCalls: 1 },
   contention: { concurrency: [1, 4], warmupMs: 50, durationMs: 250, reps: 1 },
   failover: { trials: 1, candidates: 2, expireSeconds: 1, intervalMs: 300 },
+  group: { namespaces: [20], processes: 3, expireSeconds: 1, intervalMs: 300, measureTicks: 3, balanceNamespaces: 30 },
 };
 
 function parseList<T extends string>(value: string, allowed: readonly T[], name: string): T[] {
@@ -126,6 +132,7 @@ async function main(): Promise<void> {
       await attempt('scale', async () => void (r.scale = await runScale(kind, sizes.scale, log)));
       await attempt('contention', async () => void (r.contention = await runContention(db.target, sizes.contention, log)));
       await attempt('failover', async () => void (r.failover = await runFailover(db.target, sizes.failover, log)));
+      await attempt('group', async () => void (r.group = await runGroup(db.target, sizes.group, log)));
     } finally {
       await db.drop().catch((error: Error) => log(`  could not drop the benchmark database: ${error.message}`));
     }
@@ -157,6 +164,7 @@ async function main(): Promise<void> {
     fs.writeFileSync(path.join(out, 'latest.json'), JSON.stringify(report, null, 1) + '\n');
     fs.writeFileSync(path.join(out, 'latest.md'), markdown);
     if (Object.values(results).some((r) => r?.contention?.length)) fs.writeFileSync(path.join(out, 'latency-vs-concurrency.svg'), renderChart(report));
+    if (Object.values(results).some((r) => r?.group?.points.length)) fs.writeFileSync(path.join(out, 'group-tick-vs-namespaces.svg'), renderGroupChart(report));
     log(`results written to ${path.relative(process.cwd(), out) || '.'}`);
   }
   if (report.failures.length) {

@@ -1,6 +1,7 @@
 import type { BenchKind } from '../lib/databases';
 import type { ContentionPoint } from '../suites/contention';
 import type { FailoverResult } from '../suites/failover';
+import type { GroupResult } from '../suites/group';
 import type { HotPathResult } from '../suites/hot-path';
 import type { LoadResult } from '../suites/load';
 import type { ScaleResult } from '../suites/scale';
@@ -12,6 +13,7 @@ export interface DatabaseResults {
   scale?: ScaleResult;
   load?: LoadResult;
   failover?: FailoverResult;
+  group?: GroupResult;
   /** A suite that could not run, and why. */
   skipped?: Record<string, string>;
 }
