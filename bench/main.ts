@@ -58,7 +58,8 @@ const SMOKE: Sizes = {
   scale: { namespaces: [10, 100], candidatesPerNamespace: 3, warmup: 2, calls: 10, reps: 1, listCandidates: 100, listCalls: 1 },
   contention: { concurrency: [1, 4], warmupMs: 50, durationMs: 250, reps: 1 },
   failover: { trials: 1, candidates: 2, expireSeconds: 1, intervalMs: 300 },
-  group: { namespaces: [20], processes: 3, expireSeconds: 1, intervalMs: 300, measureTicks: 3, balanceNamespaces: 30 },
+  // Only the balance run: three processes, a join, a death (every lease re-acquired), counted ticks.
+  group: { namespaces: [], processes: 3, expireSeconds: 1, intervalMs: 300, measureTicks: 2, balanceNamespaces: 30, quietTicks: 2 },
 };
 
 function parseList<T extends string>(value: string, allowed: readonly T[], name: string): T[] {

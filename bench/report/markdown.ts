@@ -174,9 +174,11 @@ export function renderMarkdown(report: BenchReport): string {
   if (group.length) {
     const g0 = group[0]![1].group!;
     const sizes = g0.sizes;
+    out.push(`### Many leases per process: LeaderElectorGroup, ${sizes.processes} processes, lease ${sizes.expireSeconds} s, tick ${sizes.intervalMs} ms`);
+    if (group.some(([, r]) => r.group!.points.length)) {
     out.push(
-      `### Many leases per process: LeaderElectorGroup, ${sizes.processes} processes, lease ${sizes.expireSeconds} s, tick ${sizes.intervalMs} ms\n\n` +
-        `Per N, process 0 starts alone and acquires all N leases, then the others join; ${sizes.measureTicks} ticks of process 0 measured ` +
+      
+  `Per N, process 0 starts alone and acquires all N leases, then the others join; ${sizes.measureTicks} ticks of process 0 measured ` +
         "(the `'tick'` event's duration, ms: the leader renews N leases in its tick, a follower observes N held ones). " +
         'Transactions per tick per process counted by a TypeORM logger in each worker between two ticks, over every whole tick of every process ' +
         '(the background pruning of expired rows, at most once a minute and never inside a tick, counted apart). ' +
@@ -207,17 +209,20 @@ export function renderMarkdown(report: BenchReport): string {
     );
     const ratios = group.map(([kind, r]) => `${LABEL[kind]} ${x(r.group!.p50Ratio)}`).join(', ');
     out.push(`Leader tick p50 at 1,000 ÷ at 1 namespace: ${ratios}. Crash limit (lease + 2 ticks): ${n(g0.reacquireLimitMs)} ms.`);
+    }
     const balanced = group.filter(([, r]) => r.group!.balance);
     if (balanced.length) {
       const b0 = balanced[0]![1].group!.balance!;
       out.push(
-        `Balance (\`balance: true\`): ${b0.processes} processes join one after the other over ${n(b0.namespaces)} namespaces; then the first is SIGKILLed. ` +
+        `Balance (\`balance: true\`): over ${n(b0.namespaces)} namespaces, the first of ${b0.processes} processes takes every lease, then the others join together; then the first is SIGKILLed. ` +
           'Settled: from the last join (its `start()` resolved) or the kill to the last leadership change (history table, database clock) before the leader ' +
-          `table showed the even split; changes after: terms begun or ended over the next ${b0.quietTicks} ticks (flapping).`,
+          `table showed the even split; changes after: terms begun or ended over the next ${b0.quietTicks} ticks (flapping). ` +
+          'Txns per tick: over the ticks that handed nothing over; hand-over ticks apart — a tick that ended leaderships and the next one, since the ' +
+          'group vacates the leases it gives up in a transaction of its own right after the tick that decided it.',
       );
       out.push(
         table(
-          ['database', 'after last join', 'settled (ms)', 'ticks', 'changes after', 'after a death', 'settled (ms)', 'ticks', 'changes after', 'max txns per tick'],
+          ['database', 'after last join', 'settled (ms)', 'ticks', 'changes after', 'after a death', 'settled (ms)', 'ticks', 'changes after', 'txns per tick', 'hand-over ticks: max txns'],
           balanced.map(([kind, r]) => {
             const b = r.group!.balance!;
             const ticks = (v: number | null) => (v === null ? '–' : (v / r.group!.sizes.intervalMs).toFixed(1));
@@ -231,7 +236,8 @@ export function renderMarkdown(report: BenchReport): string {
               `**${b.deathSettleMs === null ? '–' : n(b.deathSettleMs)}**`,
               ticks(b.deathSettleMs),
               String(b.changesAfterDeathSettle),
-              String(b.maxTransactionsPerTick),
+              b.transactionsPerTick.min === b.transactionsPerTick.max ? String(b.transactionsPerTick.max) : `${b.transactionsPerTick.min}–${b.transactionsPerTick.max}`,
+              `${b.handOverTicks.ticks ? b.handOverTicks.maxTransactions : '–'} (${b.handOverTicks.ticks} ticks)`,
             ];
           }),
         ),

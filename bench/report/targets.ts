@@ -46,7 +46,7 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
     }
     if (r.group) {
       const g = r.group;
-      const counted = g.points.map((p) => p.transactionsPerTick.max).filter((v) => Number.isFinite(v));
+      const counted = [...g.points.map((p) => p.transactionsPerTick.max), g.balance?.transactionsPerTick.max ?? Number.NaN].filter((v) => Number.isFinite(v));
       const value = counted.length ? Math.max(...counted) : null;
       targets.push({ target: 'group: transactions per tick per process', database: kind, value, limit: '≤ 1', met: value === null ? null : value <= 1 });
       if (g.p50Ratio !== null) {
@@ -124,6 +124,9 @@ export function correctnessFailures(results: Partial<Record<BenchKind, DatabaseR
         const b = g.balance;
         if (b.joinSettleMs === null) failures.push(`${kind} group balance: never ${b.namespaces} split evenly after the last join (${b.joinCounts.join('/')})`);
         if (b.deathSettleMs === null) failures.push(`${kind} group balance: never split evenly after a death (${b.deathCounts.join('/')})`);
+        if (!(b.transactionsPerTick.max === 1 && b.transactionsPerTick.min === 1)) {
+          failures.push(`${kind} group balance: ${b.transactionsPerTick.min}..${b.transactionsPerTick.max} transactions per tick over ${b.transactionsPerTick.ticks} ticks without a hand-over (must be 1)`);
+        }
       }
       if (g.errors.length) failures.push(`${kind} group: errors: ${g.errors.slice(0, 3).join('; ')}`);
     }

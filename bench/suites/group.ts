@@ -10,8 +10,8 @@
  * before it) to the last re-acquisition of its N leases by the survivors (database clock, from
  * the history table).
  *
- * Balance: `balance: true`, three processes joining one after the other over M namespaces
- * (1,000): from the last join (its `start()` resolved) to the last leadership change before the
+ * Balance: `balance: true`, three processes over M namespaces (1,000): the first takes every
+ * lease, then the other two join together; from the last join (its `start()` resolved) to the last leadership change before the
  * leader table shows ⌊M/3⌋/⌊M/3⌋/⌈M/3⌉ live leases; then one process is SIGKILLed and the time to
  * M/2 / M/2 among the survivors is measured the same way. The leader table is polled for the
  * counts; the instants come from the history table (when the last term of the settling began or
@@ -43,6 +43,8 @@ export interface GroupSizes {
   measureTicks: number;
   /** Namespaces of the balance run; 0: no balance run. */
   balanceNamespaces: number;
+  /** Ticks watched for flapping after each settling of the balance run. Default 3. */
+  quietTicks?: number;
 }
 
 export interface TickStats {
@@ -87,8 +89,10 @@ export interface BalanceResult {
   deathCounts: number[];
   changesAfterDeathSettle: number;
   quietTicks: number;
-  /** Most transactions in one tick of any process during the balance run (hand-overs included). */
-  maxTransactionsPerTick: number;
+  /** Transactions per tick per process over the ticks that handed nothing over: most and fewest. */
+  transactionsPerTick: { max: number; min: number; ticks: number };
+  /** Most transactions in one tick window of a hand-over (the tick that ended leaderships, and the next: see `handingOver`), and how many such ticks. */
+  handOverTicks: { maxTransactions: number; ticks: number };
 }
 
 export interface GroupSafety {
@@ -158,7 +162,7 @@ class Worker {
       });
       void this.exit.then(() => {
         clearTimeout(timer);
-        reject(new Error(`group process ${index} exited before it was ready`));
+        reject(new Error(`group process ${index} exited before it was ready${errors.length ? ` (${errors[errors.length - 1]})` : ''}`));
       });
     });
     this.ready.catch(() => undefined);
@@ -343,8 +347,21 @@ function changesBetween(rows: HistoryRow[], from: number, to: number): number {
   return rows.filter((r) => (r.acquired > from && r.acquired <= to) || (r.ended !== null && r.ended > from && r.ended <= to)).length;
 }
 
-function maxTransactions(workers: Worker[]): { max: number; min: number; ticks: number; prune: number } {
-  const ticks = workers.flatMap((w) => w.ticks.filter((t) => !t.failed));
+/**
+ * Whether a tick's count includes a hand-over: the tick ended leaderships itself, or the one
+ * before did — the group vacates the leases it gives up in a transaction of its own, sent right
+ * after the tick that decided it, so it is counted in the next tick's window.
+ */
+function handingOver(ticks: GroupTickReport[], i: number): boolean {
+  return (ticks[i]?.lost ?? 0) > 0 || (ticks[i - 1]?.lost ?? 0) > 0;
+}
+
+/** Transactions per tick over the successful ticks of `workers` that `keep` selects. */
+function maxTransactions(
+  workers: Worker[],
+  keep: (ticks: GroupTickReport[], i: number) => boolean = () => true,
+): { max: number; min: number; ticks: number; prune: number } {
+  const ticks = workers.flatMap((w) => w.ticks.filter((t, i) => !t.failed && keep(w.ticks, i)));
   return {
     max: ticks.length ? Math.max(...ticks.map((t) => t.transactions)) : Number.NaN,
     min: ticks.length ? Math.min(...ticks.map((t) => t.transactions)) : Number.NaN,
@@ -486,7 +503,7 @@ async function runBalance(
   const k = sizes.processes;
   const tickMs = sizes.intervalMs;
   const leaseMs = sizes.expireSeconds * 1000;
-  const quietTicks = 3;
+  const quietTicks = sizes.quietTicks ?? 3;
   const prefix = `grpbal-${stamp}-`;
   const config: GroupWorkerConfig = { target, prefix, count, expireSeconds: sizes.expireSeconds, intervalMs: sizes.intervalMs, balance: true };
   const workers: Worker[] = [];
@@ -498,11 +515,12 @@ async function runBalance(
     return total === count && JSON.stringify(sorted(counts, ids)) === JSON.stringify(expected);
   };
   try {
-    // One after the other: each joins once the previous ones lead.
-    for (let i = 0; i < k; i++) {
-      workers.push(spawn(i, config));
-      await workers[i]!.ready;
-    }
+    // The first takes every lease; the others join together once it leads (the last join: the
+    // later of their start()s).
+    workers.push(spawn(0, config));
+    await workers[0]!.ready;
+    for (let i = 1; i < k; i++) workers.push(spawn(i, config));
+    await Promise.all(workers.map((w) => w.ready));
     const joinAt = await observer.now();
     const ids = workers.map((w) => w.candidateId);
     const joinOk = await until(() => settled(ids, even(k)), joinLimitMsFor(sizes) + 20_000);
@@ -539,7 +557,8 @@ async function runBalance(
       deathCounts,
       changesAfterDeathSettle,
       quietTicks,
-      maxTransactionsPerTick: maxTransactions(workers).max,
+      transactionsPerTick: (({ max, min, ticks }) => ({ max, min, ticks }))(maxTransactions(workers, (ticks, i) => !handingOver(ticks, i))),
+      handOverTicks: (({ max, ticks }) => ({ maxTransactions: max, ticks }))(maxTransactions(workers, handingOver)),
     };
     log(
       `  group ${target.kind} balance ${count}: ${joinCounts.join('/')} ${result.joinSettleMs ?? '–'} ms after the last join, ` +

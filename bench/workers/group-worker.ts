@@ -39,6 +39,8 @@ export interface GroupTickReport {
   statements: number;
   /** Leases held after the tick. */
   held: number;
+  /** Leaderships that ended with this tick (lost, or handed over for balance). */
+  lost: number;
   failed: boolean;
 }
 
@@ -151,7 +153,7 @@ async function main(): Promise<void> {
     const delta = sinceLastTick();
     if (!reporting) return;
     flush(); // lease events first: the parent reads a tick as "after these changes"
-    send({ type: 'tick', at: Date.now(), durationMs: tick.durationSeconds * 1000, ...delta, held: tick.held, failed: tick.error !== null });
+    send({ type: 'tick', at: Date.now(), durationMs: tick.durationSeconds * 1000, ...delta, held: tick.held, lost: tick.lost, failed: tick.error !== null });
   });
 
   process.on('message', (message: { type: string }) => {
