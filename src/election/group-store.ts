@@ -464,9 +464,9 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
     for (const r of results[at] ?? []) before.set(String(r.ns), { term: Number(r.term), mine: sqlBool(r.mine) });
     const unregistered = Number(results[at + 1]?.[0]?.unregistered ?? 0);
     const after = new Map<string, Record<string, unknown>>();
-    for (const r of results[at + 8] ?? []) after.set(String(r.ns), r);
-    const memberIds = (results[at + 9] ?? []).map((r) => String(r.candidate_id)).sort();
-    const databaseNow = d.parseInstant(results[at + 10]?.[0]?.db_now) as Date;
+    for (const r of results[at + 7] ?? []) after.set(String(r.ns), r);
+    const memberIds = (results[at + 8] ?? []).map((r) => String(r.candidate_id)).sort();
+    const databaseNow = d.parseInstant(results[at + 9]?.[0]?.db_now) as Date;
     const outcomes = input.namespaces.map((ns): GroupNsOutcome => {
       const r = after.get(ns);
       if (!r) return { ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false };
