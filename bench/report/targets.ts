@@ -116,7 +116,10 @@ export function correctnessFailures(results: Partial<Record<BenchKind, DatabaseR
       if (s.intervals === 0 || s.historyRows === 0) failures.push(`${kind} group: nothing to check (${s.intervals} reported leases, ${s.historyRows} history rows)`);
       for (const p of g.points) {
         if (!(p.transactionsPerTick.max === 1 && p.transactionsPerTick.min === 1)) {
-          failures.push(`${kind} group N=${p.namespaces}: ${p.transactionsPerTick.min}..${p.transactionsPerTick.max} transactions per tick over ${p.transactionsPerTick.ticks} ticks (must be 1)`);
+          failures.push(
+            `${kind} group N=${p.namespaces}: ${p.transactionsPerTick.min}..${p.transactionsPerTick.max} transactions per tick over ${p.transactionsPerTick.ticks} ticks (must be 1)` +
+              (p.transactionsPerTick.sample ? `; one tick sent: ${p.transactionsPerTick.sample.join(' | ')}` : ''),
+          );
         }
         if (p.reacquireMs === null) failures.push(`${kind} group N=${p.namespaces}: ${p.reacquired} of ${p.killedLeases} leases of the killed process re-acquired`);
       }
@@ -125,7 +128,10 @@ export function correctnessFailures(results: Partial<Record<BenchKind, DatabaseR
         if (b.joinSettleMs === null) failures.push(`${kind} group balance: never ${b.namespaces} split evenly after the last join (${b.joinCounts.join('/')})`);
         if (b.deathSettleMs === null) failures.push(`${kind} group balance: never split evenly after a death (${b.deathCounts.join('/')})`);
         if (!(b.transactionsPerTick.max === 1 && b.transactionsPerTick.min === 1)) {
-          failures.push(`${kind} group balance: ${b.transactionsPerTick.min}..${b.transactionsPerTick.max} transactions per tick over ${b.transactionsPerTick.ticks} ticks without a hand-over (must be 1)`);
+          failures.push(
+            `${kind} group balance: ${b.transactionsPerTick.min}..${b.transactionsPerTick.max} transactions per tick over ${b.transactionsPerTick.ticks} ticks without a hand-over (must be 1)` +
+              (b.transactionsPerTick.sample ? `; one tick sent: ${b.transactionsPerTick.sample.join(' | ')}` : ''),
+          );
         }
       }
       if (g.errors.length) failures.push(`${kind} group: errors: ${g.errors.slice(0, 3).join('; ')}`);

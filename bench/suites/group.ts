@@ -47,6 +47,18 @@ export interface GroupSizes {
   quietTicks?: number;
 }
 
+/** Transactions per tick per process. */
+export interface TransactionCount {
+  max: number;
+  min: number;
+  /** Whole ticks counted. */
+  ticks: number;
+  /** BEGINs refused while another process held the write lock (SQLite), retried by the library: not transactions. */
+  busyRetries: number;
+  /** What one tick of more than one transaction sent (first words of each statement). */
+  sample?: string[];
+}
+
 export interface TickStats {
   n: number;
   p50: number;
@@ -61,7 +73,7 @@ export interface GroupPoint {
   /** Ticks of the other processes meanwhile (observing N held leases). */
   follower: TickStats;
   /** Transactions per tick per process, over every whole tick of every process: most and fewest. */
-  transactionsPerTick: { max: number; min: number; ticks: number };
+  transactionsPerTick: TransactionCount;
   /** Pruning transactions seen (not part of a tick's count). */
   pruneTransactions: number;
   /** Leases process 0 held when it was killed. */
@@ -90,7 +102,7 @@ export interface BalanceResult {
   changesAfterDeathSettle: number;
   quietTicks: number;
   /** Transactions per tick per process over the ticks that handed nothing over: most and fewest. */
-  transactionsPerTick: { max: number; min: number; ticks: number };
+  transactionsPerTick: TransactionCount;
   /** Most transactions in one tick window of a hand-over (the tick that ended leaderships, and the next: see `handingOver`), and how many such ticks. */
   handOverTicks: { maxTransactions: number; ticks: number };
 }
@@ -121,6 +133,9 @@ export interface GroupResult {
   deathLimitMs: number;
   errors: string[];
 }
+
+/** Resolves after `ms` without keeping the process alive meanwhile (a bound that is rarely reached). */
+const bound = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /** One worker process and everything it reported. */
 class Worker {
@@ -171,7 +186,7 @@ class Worker {
   /** Resolves once this process reported `count` ticks in all (or after `timeoutMs`). */
   ticksReached(count: number, timeoutMs: number): Promise<void> {
     if (this.ticks.length >= count) return Promise.resolve();
-    return Promise.race([new Promise<void>((resolve) => this.#tickWaiters.push({ count, resolve })), sleep(timeoutMs)]);
+    return Promise.race([new Promise<void>((resolve) => this.#tickWaiters.push({ count, resolve })), bound(timeoutMs)]);
   }
 
   kill(at: number): void {
@@ -182,7 +197,7 @@ class Worker {
   async stop(): Promise<void> {
     if (this.exited) return;
     this.child.send({ type: 'stop' }, () => undefined);
-    const stopped = await Promise.race([this.exit.then(() => true), sleep(20_000).then(() => false)]);
+    const stopped = await Promise.race([this.exit.then(() => true), bound(20_000).then(() => false)]);
     if (!stopped) this.child.kill('SIGKILL');
     await this.exit;
   }
@@ -360,13 +375,16 @@ function handingOver(ticks: GroupTickReport[], i: number): boolean {
 function maxTransactions(
   workers: Worker[],
   keep: (ticks: GroupTickReport[], i: number) => boolean = () => true,
-): { max: number; min: number; ticks: number; prune: number } {
+): TransactionCount & { prune: number } {
   const ticks = workers.flatMap((w) => w.ticks.filter((t, i) => !t.failed && keep(w.ticks, i)));
+  const over = ticks.find((t) => t.transactions > 1);
   return {
     max: ticks.length ? Math.max(...ticks.map((t) => t.transactions)) : Number.NaN,
     min: ticks.length ? Math.min(...ticks.map((t) => t.transactions)) : Number.NaN,
     ticks: ticks.length,
-    prune: workers.reduce((sum, w) => sum + w.ticks.reduce((s, t) => s + t.pruneTransactions, 0), 0),
+    busyRetries: ticks.reduce((sum, t) => sum + t.busyRetries, 0),
+    ...(over?.statementsSent ? { sample: over.statementsSent } : {}),
+    prune: workers.reduce((sum, w) => sum + w.ticks.reduce((n, t) => n + t.pruneTransactions, 0), 0),
   };
 }
 
@@ -449,7 +467,7 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
           namespaces: count,
           leader: tickStats(leaderHeld.map((t) => t.durationMs)),
           follower: tickStats(followerTicks.map((t) => t.durationMs)),
-          transactionsPerTick: { max: txns.max, min: txns.min, ticks: txns.ticks },
+          transactionsPerTick: (({ prune: _prune, ...count }) => count)(txns),
           pruneTransactions: txns.prune,
           killedLeases: held.size,
           reacquireMs: reacquired === held.size && held.size > 0 && last !== null ? round(last - killAt, 1) : null,
@@ -557,7 +575,7 @@ async function runBalance(
       deathCounts,
       changesAfterDeathSettle,
       quietTicks,
-      transactionsPerTick: (({ max, min, ticks }) => ({ max, min, ticks }))(maxTransactions(workers, (ticks, i) => !handingOver(ticks, i))),
+      transactionsPerTick: (({ prune: _prune, ...count }) => count)(maxTransactions(workers, (ticks, i) => !handingOver(ticks, i))),
       handOverTicks: (({ max, ticks }) => ({ maxTransactions: max, ticks }))(maxTransactions(workers, handingOver)),
     };
     log(

@@ -36,11 +36,15 @@ export interface GroupTickReport {
   transactions: number;
   /** Transactions of the library's background pruning of expired rows since the previous tick. */
   pruneTransactions: number;
+  /** BEGINs refused because another process held the write lock (SQLite), retried by the library: no transaction. */
+  busyRetries: number;
   statements: number;
   /** Leases held after the tick. */
   held: number;
   /** Leaderships that ended with this tick (lost, or handed over for balance). */
   lost: number;
+  /** When the tick's window held more than one transaction: what was sent in it. */
+  statementsSent?: string[];
   failed: boolean;
 }
 
@@ -71,11 +75,15 @@ class TransactionLogger implements Logger {
   statements = 0;
   transactions = 0;
   pruneTransactions = 0;
+  busyRetries = 0;
+  /** The statements since the last tick (their first words), to show what a tick of more than one transaction ran. */
+  window: string[] = [];
   #open = false;
   #classify = false;
 
   logQuery(query: string, _parameters?: unknown[], queryRunner?: QueryRunner): void {
     this.statements++;
+    if (this.window.length < 40) this.window.push(query.replace(/\s+/g, ' ').trim().slice(0, 70));
     if (/^\s*(START\s+TRANSACTION|BEGIN)\b/i.test(query)) {
       this.transactions++;
       this.#open = true;
@@ -100,7 +108,20 @@ class TransactionLogger implements Logger {
     if (prune) this.pruneTransactions++;
     else this.transactions++;
   }
-  logQueryError(): void {}
+  /**
+   * A BEGIN that failed started no transaction: on SQLite, `BEGIN IMMEDIATE` answers "database is
+   * locked" while another process holds the write lock, and the library retries it. Counted as a
+   * busy retry instead.
+   */
+  logQueryError(error: string | Error, query?: string): void {
+    if (this.window.length < 40) this.window.push(`ERROR ${String(error instanceof Error ? error.message : error).slice(0, 60)}`);
+    if (query !== undefined && /^\s*(START\s+TRANSACTION|BEGIN)\b/i.test(query) && this.#open) {
+      this.transactions--;
+      this.busyRetries++;
+      this.#open = false;
+      this.#classify = false;
+    }
+  }
   logQuerySlow(): void {}
   logSchemaBuild(): void {}
   logMigration(): void {}
@@ -138,16 +159,19 @@ async function main(): Promise<void> {
   group.on('error', (error: Error) => send({ type: 'error', message: error.message }));
 
   let reporting = false;
-  let seen = { statements: 0, transactions: 0, pruneTransactions: 0 };
+  let seen = { statements: 0, transactions: 0, pruneTransactions: 0, busyRetries: 0 };
   const sinceLastTick = () => {
-    const now = { statements: logger.statements, transactions: logger.transactions, pruneTransactions: logger.pruneTransactions };
+    const now = { statements: logger.statements, transactions: logger.transactions, pruneTransactions: logger.pruneTransactions, busyRetries: logger.busyRetries };
     const delta = {
       statements: now.statements - seen.statements,
       transactions: now.transactions - seen.transactions,
       pruneTransactions: now.pruneTransactions - seen.pruneTransactions,
+      busyRetries: now.busyRetries - seen.busyRetries,
     };
     seen = now;
-    return delta;
+    const window = logger.window;
+    logger.window = [];
+    return { ...delta, ...(delta.transactions > 1 ? { statementsSent: window } : {}) };
   };
   group.on('tick', (tick) => {
     const delta = sinceLastTick();
