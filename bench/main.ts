@@ -9,7 +9,8 @@
  * timings (this machine is shared and noisy). Exit code 1 on any correctness failure.
  *
  * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover,group
- * · --out <dir> (default bench/results for a full run; a smoke run writes files only with --out).
+ * · --out <dir> (default bench/results for a full run; a smoke run writes files only with --out)
+ * · --group-namespaces 1,100 (the group suite's namespace counts instead of the run's sizes).
  */
 import 'reflect-metadata';
 import * as fs from 'fs';
@@ -97,12 +98,19 @@ async function main(): Promise<void> {
     .option('--db <kinds>', 'databases', ALL_KINDS.join(','))
     .option('--only <suites>', 'suites', SUITES.join(','))
     .option('--out <dir>', 'where to write results')
+    .option('--group-namespaces <counts>', 'group suite: these namespace counts (comma-separated) instead of the run\'s')
     .parse()
-    .opts<{ smoke?: boolean; db: string; only: string; out?: string }>();
+    .opts<{ smoke?: boolean; db: string; only: string; out?: string; groupNamespaces?: string }>();
   const kinds = parseList<BenchKind>(opts.db, ALL_KINDS, 'db');
   const suites = parseList<Suite>(opts.only, SUITES, 'only');
   const smoke = Boolean(opts.smoke);
-  const sizes = smoke ? SMOKE : FULL;
+  const base = smoke ? SMOKE : FULL;
+  const groupNamespaces = opts.groupNamespaces?.split(',').map((v) => {
+    const count = Number(v.trim());
+    if (!Number.isInteger(count) || count < 1) throw new Error(`--group-namespaces: not a positive integer: ${JSON.stringify(v)}`);
+    return count;
+  });
+  const sizes: Sizes = groupNamespaces ? { ...base, group: { ...base.group, namespaces: groupNamespaces } } : base;
   const out = opts.out ?? (smoke ? undefined : path.resolve(__dirname, '..', '..', 'bench', 'results'));
   const started = Date.now();
   const log = (line: string) => console.log(line);

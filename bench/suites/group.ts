@@ -160,7 +160,7 @@ class Worker {
     this.exit = new Promise((resolve) => this.child.once('exit', () => resolve()));
     void this.exit.then(() => (this.exited = true));
     this.ready = new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`group process ${index} did not start within 120 s`)), 120_000);
+      const timer = setTimeout(() => reject(new Error(`group process ${index} did not start within 60 s`)), 60_000);
       this.child.on('message', (message: GroupWorkerMessage) => {
         if (message.type === 'ready') {
           this.candidateId = message.candidateId;
@@ -422,7 +422,7 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
         await Promise.all(workers.map((w) => w.ready));
         const leader = workers[0]!;
         const from = leader.ticks.length;
-        await leader.ticksReached(from + sizes.measureTicks + 1, (sizes.measureTicks + 4) * tickMs * 2 + 30_000);
+        await leader.ticksReached(from + sizes.measureTicks + 1, (sizes.measureTicks + 4) * tickMs * 2 + 15_000);
         const measured = leader.ticks.slice(from + 1); // the first may have run before the followers were up
         const windowStart = measured[0]?.at ?? Date.now();
         const followerTicks = workers.slice(1).flatMap((w) => w.ticks.filter((t) => t.at >= windowStart));
@@ -439,7 +439,7 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
           const counts = await observer.liveCounts(prefix);
           return [...survivorIds].reduce((n, id) => n + (counts.get(id) ?? 0), 0) === count;
         };
-        await until(taken, reacquireLimitMs + 15_000);
+        if (held.size > 0) await until(taken, reacquireLimitMs + 15_000);
         const history = await observer.history(prefix);
         let reacquired = 0;
         let last: number | null = null;
