@@ -18,7 +18,6 @@
  * its whole process (like a long GC pause) just before `assertLeader` or just after it.
  */
 const fs = require('fs');
-const { initDb, LeaderElector, LeaderElectorGroup, ElectionService, NotLeaderError } = require('gemstone-utils');
 const { kindOfUrl, ledgerInsert } = require('./database');
 
 const env = process.env;
@@ -73,6 +72,10 @@ process.on('SIGUSR2', () => {
     log('control-error', { message: describe(error) });
   }
 });
+
+// Loaded only now: requiring the library (TypeORM) takes a while on a busy machine, and a stall
+// signalled to a just-restarted worker before its SIGUSR2 handler exists would kill it.
+const { initDb, LeaderElector, LeaderElectorGroup, ElectionService, NotLeaderError } = require('gemstone-utils');
 
 /** Blocks the event loop (timers, the elector, everything) if a stall is armed for `where`. */
 function maybeStall(/** @type {'before-fence' | 'in-fence'} */ where, /** @type {number} */ seq, /** @type {string | undefined} */ actionNs) {
