@@ -14,10 +14,11 @@
  * over them and makes its fenced writes per namespace it leads, each with that lease's term),
  * CHAOS_BALANCE ('1': the group balances its namespaces with the other workers).
  *
- * SIGUSR2 arms a stall read from CHAOS_CONTROL (`{ where, ms }`): the next fenced action blocks
+ * A stall order the runner writes to CHAOS_CONTROL (`{ where, ms, armedAt }`) makes the next fenced action block
  * its whole process (like a long GC pause) just before `assertLeader` or just after it.
  */
 const fs = require('fs');
+const { initDb, LeaderElector, LeaderElectorGroup, ElectionService, NotLeaderError } = require('gemstone-utils');
 const { kindOfUrl, ledgerInsert } = require('./database');
 
 const env = process.env;
@@ -65,20 +66,31 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
 let armedStall = null;
 /** An armed stall is dropped if no action comes soon (this worker lost leadership meanwhile): the injector's fault window is over by then. */
 const STALL_ARM_MS = 500;
-process.on('SIGUSR2', () => {
-  try {
-    armedStall = { ...JSON.parse(fs.readFileSync(/** @type {string} */ (controlFile), 'utf8')), until: Date.now() + STALL_ARM_MS };
-  } catch (error) {
-    log('control-error', { message: describe(error) });
-  }
-});
+/** `armedAt` of the last order read from CHAOS_CONTROL: each order arms once. */
+let lastOrder = 0;
 
-// Loaded only now: requiring the library (TypeORM) takes a while on a busy machine, and a stall
-// signalled to a just-restarted worker before its SIGUSR2 handler exists would kill it.
-const { initDb, LeaderElector, LeaderElectorGroup, ElectionService, NotLeaderError } = require('gemstone-utils');
+/**
+ * Reads a stall order (`{ where, ms, armedAt }`) the runner wrote to CHAOS_CONTROL. Polled at each
+ * fenced action rather than signalled: a signal reaching a worker that was just restarted, before
+ * it could install a handler, would kill it (SIGUSR2's default action) instead of stalling it.
+ */
+function readStallOrder() {
+  if (!controlFile) return;
+  let order;
+  try {
+    order = JSON.parse(fs.readFileSync(controlFile, 'utf8'));
+  } catch (error) {
+    if (/** @type {{ code?: string }} */ (error).code !== 'ENOENT') log('control-error', { message: describe(error) });
+    return;
+  }
+  if (order.armedAt === lastOrder) return;
+  lastOrder = order.armedAt;
+  if (Date.now() <= order.armedAt + STALL_ARM_MS) armedStall = { where: order.where, ms: order.ms, until: order.armedAt + STALL_ARM_MS };
+}
 
 /** Blocks the event loop (timers, the elector, everything) if a stall is armed for `where`. */
 function maybeStall(/** @type {'before-fence' | 'in-fence'} */ where, /** @type {number} */ seq, /** @type {string | undefined} */ actionNs) {
+  readStallOrder();
   if (armedStall && Date.now() > armedStall.until) {
     log('stall-dropped', { where: armedStall.where });
     armedStall = null;
