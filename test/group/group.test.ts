@@ -135,6 +135,25 @@ describeEachDatabase('LeaderElectorGroup', (db) => {
     if (db.kind === 'postgres') expect(counts[0]!.statements).toBe(1);
   });
 
+  if (db.shared) test('ten thousand namespaces: parameter-limit-safe batches inside one transaction', async () => {
+    const counter = new TransactionCounter();
+    const counted = db.track(await initDb(db.options({ logging: ['query'], logger: counter } as never)));
+    const names = namespaces(freshNs(), 10_000);
+    const { group: g, errors } = group(counted, { namespaces: names, listen: false, expireSeconds: 60, intervalMs: 20_000 });
+    await g.start();
+    expect(errors).toEqual([]);
+    expect(g.leases.size).toBe(10_000);
+    const counts = await countsByLeader(ds, names);
+    expect(counts.get(g.candidateId)).toBe(10_000);
+    counter.reset();
+    await g.add(freshNs()); // one renewal tick of 10,001 namespaces
+    expect(counter.transactions).toBe(1);
+    expect(g.leases.size).toBe(10_001);
+    await g.stop();
+    expect((await countsByLeader(ds, names)).get(null)).toBe(10_000);
+    expect(errors).toEqual([]);
+  }, 120_000);
+
   test('add and remove while running; remove resigns a held lease', async () => {
     const [a, b, c] = [freshNs(), freshNs(), freshNs()];
     const { group: g, events, errors } = group(ds, { namespaces: [a] });
