@@ -4,6 +4,7 @@ import { sqlBool } from '../db/dialect';
 import { execute, inOneStatement, inTransaction } from '../db/session';
 import { runProgram } from '../db/sqlite-atomic';
 import { raw, RawSql, sql, SqlFragment } from '../db/sql';
+
 import { GROUP_BATCH_SIZE } from './group-options';
 import type { VacateReason } from './history';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
@@ -79,11 +80,14 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
+/** The items separated by commas, flat (a nested fragment per item would recurse once per item when rendered). */
+function commaList(items: readonly unknown[]): SqlFragment {
+  return new SqlFragment(['', ...items.slice(1).map(() => ', '), ''], items);
+}
+
 /** `(?, ?, …)` of the values, for `IN`. */
 function list(values: readonly unknown[]): SqlFragment {
-  let out = sql`${values[0]}`;
-  for (let i = 1; i < values.length; i++) out = sql`${out}, ${values[i]}`;
-  return sql`(${out})`;
+  return sql`(${commaList(values)})`;
 }
 
 /** SQLite: the most namespaces one statement of a program binds (the limit is 32,766 variables). */
@@ -249,8 +253,7 @@ SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a
     for (const batch of batches) {
       const fresh = batch.filter((ns) => !known.has(ns));
       if (fresh.length === 0) continue;
-      let values = sql`(${fresh[0]}, NULL, NULL, ${d.now}, 0)`;
-      for (let i = 1; i < fresh.length; i++) values = sql`${values}, (${fresh[i]}, NULL, NULL, ${d.now}, 0)`;
+      const values = commaList(fresh.map((ns) => sql`(${ns}, NULL, NULL, ${d.now}, 0)`));
       await execute(context, m, sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) VALUES ${values} ${d.insertIfAbsent(['ns'])}`);
     }
     type Row = { ns: string; leaderId: string | null; term: number; live: boolean; leaseExpired: boolean };
@@ -361,8 +364,7 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
         input.metadataJson === undefined
           ? sql`(${ns}, ${me}, ${d.now}, ${until}, ${input.priority}, ${bool(input.eligible)})`
           : sql`(${ns}, ${me}, ${d.now}, ${until}, ${input.priority}, ${bool(input.eligible)}, ${input.metadataJson})`;
-      let values = row(batch[0] as string);
-      for (let i = 1; i < batch.length; i++) values = sql`${values}, ${row(batch[i] as string)}`;
+      const values = commaList(batch.map(row));
       await execute(
         context,
         m,
@@ -394,8 +396,7 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
   function fillInput(namespaces: readonly string[]): SqlFragment[] {
     const statements = [sql`CREATE TEMP TABLE IF NOT EXISTS ${inputTable} (ns TEXT PRIMARY KEY)`, sql`DELETE FROM ${inputTable}`];
     for (const batch of chunks(namespaces, SQLITE_BATCH)) {
-      let values = sql`(${batch[0]})`;
-      for (let i = 1; i < batch.length; i++) values = sql`${values}, (${batch[i]})`;
+      const values = commaList(batch.map((ns) => sql`(${ns})`));
       statements.push(sql`INSERT INTO ${inputTable} (ns) VALUES ${values}`);
     }
     return statements;
