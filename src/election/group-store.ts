@@ -80,9 +80,14 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
-/** The items separated by commas, flat (a nested fragment per item would recurse once per item when rendered). */
+/**
+ * The items separated by commas, as a balanced tree of fragments: rendering recurses once per
+ * level, so 10,000 items nest 14 deep rather than 10,000.
+ */
 function commaList(items: readonly unknown[]): SqlFragment {
-  return new SqlFragment(['', ...items.slice(1).map(() => ', '), ''], items);
+  if (items.length <= 1) return sql`${items[0]}`;
+  const half = Math.ceil(items.length / 2);
+  return sql`${commaList(items.slice(0, half))}, ${commaList(items.slice(half))}`;
 }
 
 /** `(?, ?, …)` of the values, for `IN`. */
