@@ -4,6 +4,7 @@ import { sqlBool } from '../db/dialect';
 import { execute, inOneStatement, inTransaction } from '../db/session';
 import { runProgram } from '../db/sqlite-atomic';
 import { raw, RawSql, sql, SqlFragment } from '../db/sql';
+
 import { GROUP_BATCH_SIZE } from './group-options';
 import type { VacateReason } from './history';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
@@ -79,11 +80,19 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
+/**
+ * The items separated by commas, as a balanced tree of fragments: rendering recurses once per
+ * level, so 10,000 items nest 14 deep rather than 10,000.
+ */
+function commaList(items: readonly unknown[]): SqlFragment {
+  if (items.length <= 1) return sql`${items[0]}`;
+  const half = Math.ceil(items.length / 2);
+  return sql`${commaList(items.slice(0, half))}, ${commaList(items.slice(half))}`;
+}
+
 /** `(?, ?, …)` of the values, for `IN`. */
 function list(values: readonly unknown[]): SqlFragment {
-  let out = sql`${values[0]}`;
-  for (let i = 1; i < values.length; i++) out = sql`${out}, ${values[i]}`;
-  return sql`(${out})`;
+  return sql`(${commaList(values)})`;
 }
 
 /** SQLite: the most namespaces one statement of a program binds (the limit is 32,766 variables). */
@@ -128,17 +137,16 @@ export function createGroupStore(context: DbContext) {
 ), seen AS (
   SELECT ns, leader_id, term, lease_expires_at, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
 ), unlocked AS (
-  SELECT l.ns, l.leader_id, l.term, COALESCE(l.leader_id IS NOT NULL AND l.lease_expires_at > clock_timestamp(), false) AS live
-  FROM ${leaders} l WHERE l.ns = ANY (${nss}) AND NOT EXISTS (SELECT 1 FROM seen s WHERE s.ns = l.ns)
+  -- Held by someone else (not locked): the complement of locked on the same snapshot, so
+  -- disjoint from it; a row that changed hands while we waited for a lock is in neither (unknown).
+  SELECT l.ns, l.leader_id, l.term FROM ${leaders} l
+  WHERE l.ns = ANY (${nss}) AND l.leader_id IS NOT NULL AND l.leader_id <> ${me} AND l.lease_expires_at > clock_timestamp()
 ), missing AS (
   SELECT i.ns FROM input i WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.ns)
-), rivals AS (
-  SELECT c.ns, c.candidate_id, c.priority FROM ${candidates} c
-  WHERE c.ns = ANY (${nss}) AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > clock_timestamp()
-), rival AS (
-  SELECT ns, max(priority) AS priority FROM rivals GROUP BY ns
 ), others AS (
-  SELECT candidate_id, max(priority) AS priority FROM rivals GROUP BY candidate_id
+  SELECT c.candidate_id, max(c.priority) AS priority FROM ${candidates} c
+  WHERE c.ns = ANY (${nss}) AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > clock_timestamp()
+  GROUP BY c.candidate_id
 ), top AS (
   SELECT GREATEST((SELECT max(priority) FROM others), CASE WHEN ${eligible} THEN ${priority} END) AS priority
 ), members AS (
@@ -151,31 +159,38 @@ export function createGroupStore(context: DbContext) {
       - (SELECT count(*) FROM seen WHERE live AND leader_id = ${me})) END AS n
   FROM (SELECT CAST(${input.namespaces.length} AS bigint) AS n, count(*) AS k,
     count(*) FILTER (WHERE candidate_id COLLATE "C" < ${me} COLLATE "C") AS rank FROM members) m
-), open AS (
-  SELECT s.ns, true AS existing FROM seen s LEFT JOIN rival r ON r.ns = s.ns
-  WHERE NOT s.live AND ${eligible} AND NOT COALESCE(r.priority > ${priority}, false)
+), base AS (
+  -- Every namespace of the group but those held by others: the locked rows, and the missing ones.
+  -- The highest priority of the other live eligible candidates, per namespace, by its index.
+  SELECT s.ns, true AS existing, s.leader_id, s.term, s.lease_expires_at, s.live, (s.live AND s.leader_id = ${me}) AS renewing,
+    COALESCE((SELECT max(c.priority) FROM ${candidates} c WHERE c.ns = s.ns AND c.candidate_id <> ${me} AND c.eligible
+      AND c.expires_at > clock_timestamp()) > ${priority}, false) AS outranked
+  FROM seen s
   UNION ALL
-  SELECT mi.ns, false FROM missing mi LEFT JOIN rival r ON r.ns = mi.ns
-  WHERE ${eligible} AND NOT COALESCE(r.priority > ${priority}, false)
-), chosen AS (
-  SELECT o.ns, o.existing FROM (SELECT ns, existing, row_number() OVER (ORDER BY ns) AS i FROM open) o
-  WHERE (SELECT n FROM quota) IS NULL OR o.i <= (SELECT n FROM quota)
+  SELECT mi.ns, false, NULL, 0, NULL, false, false,
+    COALESCE((SELECT max(c.priority) FROM ${candidates} c WHERE c.ns = mi.ns AND c.candidate_id <> ${me} AND c.eligible
+      AND c.expires_at > clock_timestamp()) > ${priority}, false)
+  FROM missing mi
+), numbered AS (
+  SELECT b.*, (NOT b.live AND ${eligible} AND NOT b.outranked) AS open,
+    row_number() OVER (PARTITION BY (NOT b.live AND ${eligible} AND NOT b.outranked) ORDER BY b.ns) AS i
+  FROM base b
 ), decided AS (
-  SELECT s.ns, s.leader_id, s.term, s.lease_expires_at, s.live, (s.live AND s.leader_id = ${me}) AS renewing,
-    ((s.live AND s.leader_id = ${me}) OR EXISTS (SELECT 1 FROM chosen c WHERE c.ns = s.ns AND c.existing)) AS takes,
-    ((s.live AND s.leader_id = ${me}) AND (NOT ${eligible} OR COALESCE(r.priority > ${priority}, false))) AS hand_over
-  FROM seen s LEFT JOIN rival r ON r.ns = s.ns
+  -- decide() of store.ts per namespace; balance caps the acquisitions at the quota, in namespace order.
+  SELECT n.ns, n.existing, n.leader_id, n.term, n.lease_expires_at, n.live, n.renewing,
+    (n.renewing OR (n.open AND ((SELECT n FROM quota) IS NULL OR n.i <= (SELECT n FROM quota)))) AS takes,
+    (n.renewing AND (NOT ${eligible} OR n.outranked)) AS hand_over
+  FROM numbered n
 ), lease AS (
   UPDATE ${leaders} AS l
   SET leader_id = ${me}, term = CASE WHEN d.renewing THEN d.term ELSE d.term + 1 END,
     lease_expires_at = ${until}, updated_at = clock_timestamp()
-  FROM decided d WHERE l.ns = d.ns AND d.takes
+  FROM decided d WHERE l.ns = d.ns AND d.existing AND d.takes
   RETURNING l.ns, l.term, d.renewing
 ), created AS (
   INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
-  SELECT mi.ns, CASE WHEN c.ns IS NOT NULL THEN ${me} END, CASE WHEN c.ns IS NOT NULL THEN ${until} END, clock_timestamp(),
-    CASE WHEN c.ns IS NOT NULL THEN 1 ELSE 0 END
-  FROM missing mi LEFT JOIN chosen c ON c.ns = mi.ns AND NOT c.existing
+  SELECT d.ns, CASE WHEN d.takes THEN ${me} END, CASE WHEN d.takes THEN ${until} END, clock_timestamp(), CASE WHEN d.takes THEN 1 ELSE 0 END
+  FROM decided d WHERE NOT d.existing
   ON CONFLICT (ns) DO NOTHING
   RETURNING ns, leader_id, term
 ), touch AS (
@@ -186,7 +201,7 @@ export function createGroupStore(context: DbContext) {
     priority = EXCLUDED.priority, eligible = EXCLUDED.eligible${metaUpdate}
 ), closed AS (
   UPDATE ${history} AS h SET ended_at = d.lease_expires_at, end_reason = CAST(${'expired'} AS varchar)
-  FROM decided d WHERE d.takes AND NOT d.renewing AND d.leader_id IS NOT NULL
+  FROM decided d WHERE d.existing AND d.takes AND NOT d.renewing AND d.leader_id IS NOT NULL
     AND h.ns = d.ns AND h.term = d.term AND h.ended_at IS NULL
 ), acquired AS (
   SELECT ns, term FROM lease WHERE NOT renewing
@@ -199,16 +214,16 @@ export function createGroupStore(context: DbContext) {
   SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
     'ns', a.ns, 'leaderId', ${me}, 'term', a.term)::text) FROM acquired a
 ), result AS (
-  SELECT i.ns,
-    CASE WHEN le.ns IS NOT NULL OR cr.leader_id IS NOT NULL THEN ${me}
-      WHEN d.ns IS NOT NULL THEN CASE WHEN d.live THEN d.leader_id END
-      WHEN u.ns IS NOT NULL THEN CASE WHEN u.live THEN u.leader_id END END AS leader_id,
-    COALESCE(le.term, cr.term, d.term, u.term) AS term,
-    (le.ns IS NOT NULL OR cr.leader_id IS NOT NULL) AS leads,
-    ((le.ns IS NOT NULL AND NOT le.renewing) OR cr.leader_id IS NOT NULL) AS acquired,
-    COALESCE(le.ns IS NOT NULL AND d.hand_over, false) AS hand_over
-  FROM input i LEFT JOIN lease le ON le.ns = i.ns LEFT JOIN created cr ON cr.ns = i.ns
-    LEFT JOIN decided d ON d.ns = i.ns LEFT JOIN unlocked u ON u.ns = i.ns
+  -- No joins: the locked rows as decided (each taken one was written: it is locked), the created
+  -- rows as inserted (a racing insert of the same row leaves it out: unknown), the others' rows.
+  SELECT d.ns, CASE WHEN d.takes THEN ${me} WHEN d.live THEN d.leader_id END AS leader_id,
+    CASE WHEN d.takes AND NOT d.renewing THEN d.term + 1 ELSE d.term END AS term,
+    d.takes AS leads, (d.takes AND NOT d.renewing) AS acquired, d.hand_over
+  FROM decided d WHERE d.existing
+  UNION ALL
+  SELECT ns, leader_id, term, leader_id IS NOT NULL, leader_id IS NOT NULL, false FROM created
+  UNION ALL
+  SELECT ns, leader_id, term, false, false, false FROM unlocked
 )
 SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a', leads, 'q', acquired, 'h', hand_over)) FROM result) AS results,
   (SELECT json_agg(candidate_id) FROM members) AS members,
@@ -243,8 +258,7 @@ SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a
     for (const batch of batches) {
       const fresh = batch.filter((ns) => !known.has(ns));
       if (fresh.length === 0) continue;
-      let values = sql`(${fresh[0]}, NULL, NULL, ${d.now}, 0)`;
-      for (let i = 1; i < fresh.length; i++) values = sql`${values}, (${fresh[i]}, NULL, NULL, ${d.now}, 0)`;
+      const values = commaList(fresh.map((ns) => sql`(${ns}, NULL, NULL, ${d.now}, 0)`));
       await execute(context, m, sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) VALUES ${values} ${d.insertIfAbsent(['ns'])}`);
     }
     type Row = { ns: string; leaderId: string | null; term: number; live: boolean; leaseExpired: boolean };
@@ -355,8 +369,7 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
         input.metadataJson === undefined
           ? sql`(${ns}, ${me}, ${d.now}, ${until}, ${input.priority}, ${bool(input.eligible)})`
           : sql`(${ns}, ${me}, ${d.now}, ${until}, ${input.priority}, ${bool(input.eligible)}, ${input.metadataJson})`;
-      let values = row(batch[0] as string);
-      for (let i = 1; i < batch.length; i++) values = sql`${values}, ${row(batch[i] as string)}`;
+      const values = commaList(batch.map(row));
       await execute(
         context,
         m,
@@ -388,8 +401,7 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
   function fillInput(namespaces: readonly string[]): SqlFragment[] {
     const statements = [sql`CREATE TEMP TABLE IF NOT EXISTS ${inputTable} (ns TEXT PRIMARY KEY)`, sql`DELETE FROM ${inputTable}`];
     for (const batch of chunks(namespaces, SQLITE_BATCH)) {
-      let values = sql`(${batch[0]})`;
-      for (let i = 1; i < batch.length; i++) values = sql`${values}, (${batch[i]})`;
+      const values = commaList(batch.map((ns) => sql`(${ns})`));
       statements.push(sql`INSERT INTO ${inputTable} (ns) VALUES ${values}`);
     }
     return statements;
