@@ -76,7 +76,7 @@ export interface GroupPoint {
   transactionsPerTick: TransactionCount;
   /** Pruning transactions seen (not part of a tick's count). */
   pruneTransactions: number;
-  /** Leases process 0 held when it was killed. */
+  /** Leases the killed process (process 0, unless it held none then) held when it was killed. */
   killedLeases: number;
   /** From the kill to the last re-acquisition of those leases (database clock), ms; null if not all were re-acquired. */
   reacquireMs: number | null;
@@ -286,7 +286,12 @@ function checkHistory(rows: HistoryRow[], safety: GroupSafety): void {
     if (first && row.term !== 1) violation(`${row.ns}: first term is ${row.term}`);
     if (!first && previous) {
       if (row.term !== previous.term + 1) violation(`${row.ns}: term ${row.term} follows term ${previous.term}`);
-      if (previous.ended === null) violation(`${row.ns}: term ${previous.term} still open while term ${row.term} exists`);
+      if (previous.ended === null) {
+        violation(
+          `${row.ns}: term ${previous.term} (${previous.leaderId.slice(0, 8)}, acquired ${new Date(previous.acquired).toISOString()}) still open while term ${row.term} ` +
+            `(${row.leaderId.slice(0, 8)}, acquired ${new Date(row.acquired).toISOString()}) exists`,
+        );
+      }
       else if (previous.ended > row.acquired + INSTANT_TOLERANCE_MS) {
         violation(`${row.ns}: term ${previous.term} ended ${round(previous.ended - row.acquired)} ms after term ${row.term} began`);
       }
@@ -428,12 +433,16 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
         const followerTicks = workers.slice(1).flatMap((w) => w.ticks.filter((t) => t.at >= windowStart));
         const leaderHeld = measured.filter((t) => t.held === count && !t.failed);
 
-        // Crash: every lease process 0 holds must pass to the survivors.
-        const held = await observer.heldBy(prefix, leader.candidateId);
+        // Crash: every lease the victim holds must pass to the survivors. The victim is process 0,
+        // unless it lost its leases (a tick slower than the lease): then whoever holds the most.
+        const live = await observer.liveCounts(prefix);
+        const victim = (live.get(leader.candidateId) ?? 0) > 0 ? leader : [...workers].sort((a, b) => (live.get(b.candidateId) ?? 0) - (live.get(a.candidateId) ?? 0))[0]!;
+        if (victim !== leader) errors.push(`${count} namespaces: process 0 held no live lease when it was to be killed; killed process ${victim.index} instead`);
+        const held = await observer.heldBy(prefix, victim.candidateId);
         const killAt = await observer.now();
-        leader.kill(Date.now());
-        await leader.exit;
-        const survivors = workers.slice(1);
+        victim.kill(Date.now());
+        await victim.exit;
+        const survivors = workers.filter((w) => w !== victim);
         const survivorIds = new Set(survivors.map((w) => w.candidateId));
         const taken = async () => {
           const counts = await observer.liveCounts(prefix);
