@@ -91,7 +91,7 @@ export function renderGroupChart(report: BenchReport): string {
   const W = 320;
   const H = 260;
   const m = { left: 56, right: 16, top: 34, bottom: 44 };
-  const width = Math.max(W, W * panels.length);
+  const width = Math.max(620, W * panels.length); // room for the legend
   const height = H + 40;
   const parts: string[] = [];
   const values = panels.flatMap(([, r]) => r.group!.points.flatMap((p) => GROUP_SERIES.map((s) => s.pick(p)))).filter((v) => v > 0 && Number.isFinite(v));
