@@ -241,14 +241,12 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`;
     prepared = prepare(
       sql`WITH locked AS (
   SELECT ns, leader_id, term, lease_expires_at FROM ${leaders} WHERE ns = ${ns} FOR UPDATE
-), mine AS (
-  SELECT priority, eligible FROM ${candidates} WHERE ns = ${ns} AND candidate_id = ${me}
 ), standing AS (
-  SELECT EXISTS (SELECT 1 FROM mine) AS registered,
-    COALESCE(CAST(${slot('eligible')} AS boolean), (SELECT eligible FROM mine), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
-    COALESCE(CAST(${slot('priority')} AS integer), (SELECT priority FROM mine), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
-    (SELECT max(priority) FROM ${candidates} WHERE ns = ${ns} AND candidate_id <> ${me} AND eligible
-      AND expires_at > clock_timestamp()) AS rival_priority
+  SELECT COALESCE(bool_or(candidate_id = ${me}), false) AS registered,
+    COALESCE(CAST(${slot('eligible')} AS boolean), bool_or(eligible) FILTER (WHERE candidate_id = ${me}), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
+    COALESCE(CAST(${slot('priority')} AS integer), max(priority) FILTER (WHERE candidate_id = ${me}), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
+    max(priority) FILTER (WHERE candidate_id <> ${me} AND eligible AND expires_at > clock_timestamp()) AS rival_priority
+  FROM ${candidates} WHERE ns = ${ns}
 ), seen AS (
   SELECT ns, leader_id, term, lease_expires_at, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
 ), ranked AS (
@@ -447,7 +445,7 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
      * - `live` is judged by `clock_timestamp()` in `seen`, evaluated above the lock, so after
      *   waiting for the lock it is the clock of that moment, not of the statement's start.
      * - `standing` reads the caller's stored priority and eligibility and the highest priority
-     *   of the other live eligible candidates (plain reads of the statement's snapshot); with
+     *   of the other live eligible candidates in one aggregate (plain reads of the statement's snapshot); with
      *   the options given, `decided` applies {@link decide}'s rule. This is what keeps priority
      *   free for renewals: no extra round trip, one index range of the namespace's candidates.
      * - Under READ COMMITTED the locked read returns the newest committed row, and the UPDATE
