@@ -108,7 +108,6 @@ async function measureRenewal(target: BenchTarget, sizes: PeerSizes, lockId: num
   const raw = await openRaw(target);
   const entity = peer.createLeaderLeaseEntity('public');
   const peerSource = await new DataSource({ type: 'postgres', url: target.url, entities: [entity as never] }).initialize();
-  const restoreLog = silenceConsoleLog();
   try {
     const election = service(dataSource, sizes.expireSeconds);
     const [leader] = candidateIds(1) as [string];
@@ -123,7 +122,8 @@ async function measureRenewal(target: BenchTarget, sizes: PeerSizes, lockId: num
         return run;
       },
       peer: async (count) => {
-        const run = await timeCalls(count, () => core.tryAcquireLease());
+        const restoreLog = silenceConsoleLog();
+        const run = await timeCalls(count, () => core.tryAcquireLease()).finally(restoreLog);
         // Each tick re-arms the peer's own timer for the next one: not wanted here.
         clearTimeout(core.renewalTimer);
         check(core.amILeader(), 'peer: the renewing leader lost its lease');
@@ -145,7 +145,8 @@ async function measureRenewal(target: BenchTarget, sizes: PeerSizes, lockId: num
     }
     const renewal = {} as Record<PeerImplementation, RepeatedResult>;
     for (const implementation of PEER_IMPLEMENTATIONS) renewal[implementation] = combine(runs[implementation]);
-    await core.release();
+    const restoreLog = silenceConsoleLog();
+    await core.release().finally(restoreLog);
     return {
       renewal,
       renewalRatio: {
@@ -154,7 +155,6 @@ async function measureRenewal(target: BenchTarget, sizes: PeerSizes, lockId: num
       },
     };
   } finally {
-    restoreLog();
     await peerSource.destroy();
     await raw.close();
     await dataSource.destroy();
