@@ -201,7 +201,7 @@ export function renderMarkdown(report: BenchReport): string {
             s(crash.median),
             s(crash.max),
             other ? `**${x(p.crashRatio[other])}**` : '–',
-            graceful ? (graceful.median < 10_000 ? `${ms(graceful.median)} ms` : `${s(graceful.median)} s`) : '–',
+            graceful ? (graceful.median < 1000 ? `${ms(graceful.median)} ms` : `${s(graceful.median)} s`) : '–',
             other === 'peer' ? `**${x(p.gracefulRatio.peer)}**` : '–',
             `crash ${failures(crash)}; graceful ${failures(graceful)}`,
           ];
