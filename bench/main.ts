@@ -8,7 +8,7 @@
  * correctness only — no errors, exactly one leader, no overlapping leaderships — and asserts no
  * timings (this machine is shared and noisy). Exit code 1 on any correctness failure.
  *
- * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover,group
+ * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover,peer,group
  * · --out <dir> (default bench/results for a full run; a smoke run writes files only with --out)
  * · --group-namespaces 1,100 (the group suite's namespace counts instead of the run's sizes).
  */
@@ -28,9 +28,10 @@ import { FailoverSizes, runFailover } from './suites/failover';
 import { GroupSizes, runGroup } from './suites/group';
 import { HotPathSizes, runHotPath } from './suites/hot-path';
 import { LoadSizes, runLoad } from './suites/load';
+import { PeerMissingError, PeerSizes, runPeer } from './suites/peer';
 import { runScale, ScaleSizes } from './suites/scale';
 
-const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover', 'group'] as const;
+const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover', 'peer', 'group'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Sizes {
@@ -40,6 +41,7 @@ interface Sizes {
   contention: ContentionSizes;
   failover: FailoverSizes;
   group: GroupSizes;
+  peer: PeerSizes;
 }
 
 const FULL: Sizes = {
@@ -51,6 +53,8 @@ const FULL: Sizes = {
   // Lease 2 s, tick 500 ms: short enough that a crash settles in ~3 s, so the suite takes about a
   // minute per database (docs/benchmarks.md).
   group: { namespaces: [1, 100, 1000, 10000], processes: 3, expireSeconds: 2, intervalMs: 500, measureTicks: 8, balanceNamespaces: 1000 },
+  // The peer's lease is 15 s whatever it is told (see suites/peer.ts): every implementation gets 15 s.
+  peer: { warmup: 100, calls: 500, reps: 3, trials: 3, candidates: 3, expireSeconds: 15, intervalMs: 5000 },
 };
 
 const SMOKE: Sizes = {
@@ -61,6 +65,7 @@ const SMOKE: Sizes = {
   failover: { trials: 1, candidates: 2, expireSeconds: 1, intervalMs: 300 },
   // Only the balance run: three processes, a join, a death (every lease re-acquired), counted ticks.
   group: { namespaces: [], processes: 3, expireSeconds: 1, intervalMs: 300, measureTicks: 2, balanceNamespaces: 30, quietTicks: 2 },
+  peer: { warmup: 3, calls: 10, reps: 1, trials: 1, candidates: 2, expireSeconds: 15, intervalMs: 5000 },
 };
 
 function parseList<T extends string>(value: string, allowed: readonly T[], name: string): T[] {
@@ -96,13 +101,13 @@ async function main(): Promise<void> {
   const opts = new Command()
     .option('--smoke', 'tiny sizes; correctness checks only')
     .option('--db <kinds>', 'databases', ALL_KINDS.join(','))
-    .option('--only <suites>', 'suites', SUITES.join(','))
+    .option('--only <suites>', 'suites (default: all; a smoke run leaves out the peer, whose 15 s lease only slows it)')
     .option('--out <dir>', 'where to write results')
     .option('--group-namespaces <counts>', 'group suite: these namespace counts (comma-separated) instead of the run\'s')
     .parse()
-    .opts<{ smoke?: boolean; db: string; only: string; out?: string; groupNamespaces?: string }>();
+    .opts<{ smoke?: boolean; db: string; only?: string; out?: string; groupNamespaces?: string }>();
   const kinds = parseList<BenchKind>(opts.db, ALL_KINDS, 'db');
-  const suites = parseList<Suite>(opts.only, SUITES, 'only');
+  const suites = parseList<Suite>(opts.only ?? SUITES.filter((suite) => !(opts.smoke && suite === 'peer')).join(','), SUITES, 'only');
   const smoke = Boolean(opts.smoke);
   const base = smoke ? SMOKE : FULL;
   const groupNamespaces = opts.groupNamespaces?.split(',').map((v) => {
@@ -141,6 +146,17 @@ async function main(): Promise<void> {
       await attempt('scale', async () => void (r.scale = await runScale(kind, sizes.scale, log)));
       await attempt('contention', async () => void (r.contention = await runContention(db.target, sizes.contention, log)));
       await attempt('failover', async () => void (r.failover = await runFailover(db.target, sizes.failover, log)));
+      // Side by side with the peer package: PostgreSQL only (it supports nothing else).
+      if (kind === 'postgres') {
+        await attempt('peer', async () => {
+          try {
+            r.peer = await runPeer(db.target, sizes.peer, log);
+          } catch (error) {
+            if (!(error instanceof PeerMissingError)) throw error;
+            (r.skipped ??= {}).peer = error.message;
+          }
+        });
+      }
       await attempt('group', async () => void (r.group = await runGroup(db.target, sizes.group, log)));
     } finally {
       await db.drop().catch((error: Error) => log(`  could not drop the benchmark database: ${error.message}`));

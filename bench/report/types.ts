@@ -4,6 +4,7 @@ import type { FailoverResult } from '../suites/failover';
 import type { GroupResult } from '../suites/group';
 import type { HotPathResult } from '../suites/hot-path';
 import type { LoadResult } from '../suites/load';
+import type { PeerResult } from '../suites/peer';
 import type { ScaleResult } from '../suites/scale';
 
 export interface DatabaseResults {
@@ -14,6 +15,8 @@ export interface DatabaseResults {
   load?: LoadResult;
   failover?: FailoverResult;
   group?: GroupResult;
+  /** PostgreSQL: side by side with the peer package and a PL/pgSQL lease function. */
+  peer?: PeerResult;
   /** A suite that could not run, and why. */
   skipped?: Record<string, string>;
 }
