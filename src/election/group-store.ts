@@ -190,7 +190,7 @@ export function createGroupStore(context: DbContext) {
 ), created AS (
   INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
   SELECT d.ns, CASE WHEN d.takes THEN ${me} END, CASE WHEN d.takes THEN ${until} END, clock_timestamp(), CASE WHEN d.takes THEN 1 ELSE 0 END
-  FROM decided d WHERE NOT d.existing
+  FROM decided d WHERE NOT d.existing ORDER BY d.ns
   ON CONFLICT (ns) DO NOTHING
   RETURNING ns, leader_id, term
 ), touch AS (
