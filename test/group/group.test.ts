@@ -162,6 +162,20 @@ describeEachDatabase('LeaderElectorGroup', (db) => {
     expect(errors).toEqual([]);
   }, 120_000);
 
+  test('hostile namespace names come back exactly (array and list parameters)', async () => {
+    const prefix = freshNs();
+    const names = ['a,b', '{x}', '"q"', "it's", 'back\\slash', 'NULL', ' space ', 'ünï', '😀', 'Jobs', 'jobs', 'jobs '].map((n) => `${prefix}${n}`);
+    names.push('NULL', '{}');
+    const { group: g, errors } = group(ds, { namespaces: names });
+    await g.start();
+    expect([...g.leases.keys()].sort()).toEqual([...names].sort());
+    const leaders = await liveLeaders(ds, names);
+    expect([...leaders.values()].every((id) => id === g.candidateId)).toBe(true);
+    await g.stop();
+    expect([...(await liveLeaders(ds, names)).values()].every((id) => id === null)).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
   test('add and remove while running; remove resigns a held lease', async () => {
     const [a, b, c] = [freshNs(), freshNs(), freshNs()];
     const { group: g, events, errors } = group(ds, { namespaces: [a] });
