@@ -176,6 +176,23 @@ describeEachDatabase('LeaderElectorGroup', (db) => {
     expect(errors).toEqual([]);
   });
 
+  test('entityPrefix: the group works on the renamed tables', async () => {
+    const other = await db.sibling();
+    const prefixed = await other.connect({ entityPrefix: 'app_' } as never);
+    const names = namespaces(freshNs(), 5);
+    const { group: g, errors } = group(prefixed, { namespaces: names });
+    await g.start();
+    expect(g.leases.size).toBe(5);
+    const rows = await query<{ n: string | number }>(prefixed, 'SELECT COUNT(*) AS n FROM app_gemstone_election_leader WHERE leader_id = ?', [g.candidateId]);
+    expect(Number(rows[0]!.n)).toBe(5);
+    const history = await query<{ n: string | number }>(prefixed, 'SELECT COUNT(*) AS n FROM app_gemstone_election_history');
+    expect(Number(history[0]!.n)).toBe(5);
+    await g.stop();
+    const left = await query<{ n: string | number }>(prefixed, 'SELECT COUNT(*) AS n FROM app_gemstone_election_leader WHERE leader_id IS NOT NULL');
+    expect(Number(left[0]!.n)).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
   test('add and remove while running; remove resigns a held lease', async () => {
     const [a, b, c] = [freshNs(), freshNs(), freshNs()];
     const { group: g, events, errors } = group(ds, { namespaces: [a] });
