@@ -190,7 +190,7 @@ export function createGroupStore(context: DbContext) {
 ), created AS (
   INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
   SELECT d.ns, CASE WHEN d.takes THEN ${me} END, CASE WHEN d.takes THEN ${until} END, clock_timestamp(), CASE WHEN d.takes THEN 1 ELSE 0 END
-  FROM decided d WHERE NOT d.existing
+  FROM decided d WHERE NOT d.existing ORDER BY d.ns
   ON CONFLICT (ns) DO NOTHING
   RETURNING ns, leader_id, term
 ), touch AS (
@@ -233,15 +233,23 @@ SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a
     );
     if (!row) throw new Error('gemstone-utils: the group election statement returned no row');
     const results = (parseJson(row.results) ?? []) as Array<{ n: string; l: string | null; t: number | string | null; a: boolean; q: boolean; h: boolean }>;
+    const outcomes: GroupNsOutcome[] = results.map((r) => ({
+      ns: r.n,
+      leaderId: r.l,
+      term: r.t === null ? null : Number(r.t),
+      isLeader: r.a === true,
+      acquired: r.q === true,
+      handOver: r.h === true,
+    }));
+    // A row that changed hands while the lock was awaited, or whose racing first insert won: unknown.
+    if (outcomes.length < input.namespaces.length) {
+      const answered = new Set(outcomes.map((o) => o.ns));
+      for (const ns of input.namespaces) {
+        if (!answered.has(ns)) outcomes.push({ ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false });
+      }
+    }
     return {
-      outcomes: results.map((r) => ({
-        ns: r.n,
-        leaderId: r.l,
-        term: r.t === null ? null : Number(r.t),
-        isLeader: r.a === true,
-        acquired: r.q === true,
-        handOver: r.h === true,
-      })),
+      outcomes,
       members: ((parseJson(row.members) ?? []) as string[]).map(String).sort(),
       unregistered: Number(row.unregistered),
       databaseNow: d.parseInstant(row.db_now) as Date,

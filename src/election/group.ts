@@ -415,7 +415,15 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
         if (outcome.isLeader && !this.#giving.has(ns)) this.#giving.set(ns, 'resigned');
         continue;
       }
-      if (outcome.term === null) continue; // unknown this time (a racing first insert)
+      if (outcome.term === null) {
+        // Unknown this time (the row changed hands while its lock was awaited, or a racing first
+        // insert won): a leadership held here cannot be confirmed, so it ends.
+        if (current) {
+          this.#demote(ns, 'lost');
+          counts.lost++;
+        }
+        continue;
+      }
       if (outcome.isLeader && (outcome.handOver || this.#giving.has(ns))) {
         if (current) {
           this.#demote(ns, 'handed-over');

@@ -148,16 +148,50 @@ describeEachDatabase('LeaderElectorGroup', (db) => {
     expect(g.leases.size).toBe(10_000);
     const counts = await countsByLeader(ds, names);
     expect(counts.get(g.candidateId)).toBe(10_000);
+    const ticks: election.GroupTick[] = [];
+    g.on('tick', (tick) => ticks.push(tick));
     await sleep(300);
     await g.add(freshNs());
     counter.reset();
     await g.add(freshNs()); // one renewal tick of 10,002 namespaces
     expect(counter.transactions).toBe(1);
+    console.log(`group tick [${db.name}]: 10,002 namespaces renewed in ${ticks.at(-1)!.durationSeconds.toFixed(3)} s, ${counter.statements} statements`);
     expect(g.leases.size).toBe(10_002);
     await g.stop();
     expect((await countsByLeader(ds, names)).get(null)).toBe(10_000);
     expect(errors).toEqual([]);
   }, 120_000);
+
+  test('hostile namespace names come back exactly (array and list parameters)', async () => {
+    const prefix = freshNs();
+    const names = ['a,b', '{x}', '"q"', "it's", 'back\\slash', 'NULL', ' space ', 'ünï', '😀', 'Jobs', 'jobs', 'jobs '].map((n) => `${prefix}${n}`);
+    names.push('NULL', '{}');
+    const { group: g, errors } = group(ds, { namespaces: names });
+    await g.start();
+    expect([...g.leases.keys()].sort()).toEqual([...names].sort());
+    const leaders = await liveLeaders(ds, names);
+    expect([...leaders.values()].every((id) => id === g.candidateId)).toBe(true);
+    await g.stop();
+    expect([...(await liveLeaders(ds, names)).values()].every((id) => id === null)).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
+  test('entityPrefix: the group works on the renamed tables', async () => {
+    const other = await db.sibling();
+    const prefixed = await other.connect({ entityPrefix: 'app_' } as never);
+    const names = namespaces(freshNs(), 5);
+    const { group: g, errors } = group(prefixed, { namespaces: names });
+    await g.start();
+    expect(g.leases.size).toBe(5);
+    const rows = await query<{ n: string | number }>(prefixed, 'SELECT COUNT(*) AS n FROM app_gemstone_election_leader WHERE leader_id = ?', [g.candidateId]);
+    expect(Number(rows[0]!.n)).toBe(5);
+    const history = await query<{ n: string | number }>(prefixed, 'SELECT COUNT(*) AS n FROM app_gemstone_election_history');
+    expect(Number(history[0]!.n)).toBe(5);
+    await g.stop();
+    const left = await query<{ n: string | number }>(prefixed, 'SELECT COUNT(*) AS n FROM app_gemstone_election_leader WHERE leader_id IS NOT NULL');
+    expect(Number(left[0]!.n)).toBe(0);
+    expect(errors).toEqual([]);
+  });
 
   test('add and remove while running; remove resigns a held lease', async () => {
     const [a, b, c] = [freshNs(), freshNs(), freshNs()];
@@ -188,12 +222,18 @@ describeEachDatabase('LeaderElectorGroup', (db) => {
     const second = group(other, { namespaces: names });
     await second.group.start();
     expect(second.group.leases.size).toBe(0);
+    const observed: Array<[string, string | null, number | null]> = [];
+    second.group.on('leader', (ns, leaderId, term) => observed.push([ns, leaderId, term]));
+    expect(second.group.leaderOf(names[0]!)).toBe(first.group.candidateId);
     await first.group.stop();
     expect(first.events.filter((e) => e.kind === 'demoted').every((e) => e.kind === 'demoted' && e.reason === 'stopped')).toBe(true);
     expect(first.events.filter((e) => e.kind === 'demoted')).toHaveLength(20);
     await waitFor('the follower leads all', () => second.group.leases.size === 20, 10_000);
     const leaders = await liveLeaders(ds, names);
     expect([...leaders.values()].every((id) => id === second.group.candidateId)).toBe(true);
+    // The follower observed the change of every namespace, ending with itself at term 2.
+    for (const ns of names) expect(observed.filter(([n]) => n === ns).at(-1)).toEqual([ns, second.group.candidateId, 2]);
+    expect(second.group.leaderOf(names[0]!)).toBe(second.group.candidateId);
     // Each namespace: term 1 unregistered, term 2 the follower's.
     const history = await query<{ ns: string; term: string | number; end_reason: string | null }>(
       ds,
