@@ -210,6 +210,8 @@ export function renderMarkdown(report: BenchReport): string {
     );
     const ratios = group.map(([kind, r]) => `${LABEL[kind]} ${x(r.group!.p50Ratio)}`).join(', ');
     out.push(`Leader tick p50 at 1,000 ÷ at 1 namespace: ${ratios}. Crash limit (lease + 2 ticks): ${n(g0.reacquireLimitMs)} ms.`);
+      const notes = group.flatMap(([kind, r]) => r.group!.points.flatMap((p) => p.notes.map((note) => `- ${LABEL[kind]}, ${n(p.namespaces)} namespaces: ${note}`)));
+      if (notes.length) out.push(`Notes:\n\n${notes.join('\n')}`);
     }
     const balanced = group.filter(([, r]) => r.group!.balance);
     if (balanced.length) {
