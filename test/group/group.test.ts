@@ -193,6 +193,31 @@ describeEachDatabase('LeaderElectorGroup', (db) => {
     expect(errors).toEqual([]);
   });
 
+  if (db.kind === 'postgres') test('PostgreSQL schema option: two groups on two schemas are separate elections', async () => {
+    const other = await db.sibling();
+    const plain = await other.connect();
+    await plain.query('CREATE SCHEMA gem_a');
+    await plain.query('CREATE SCHEMA gem_b');
+    const a = await other.connect({ schema: 'gem_a' } as never);
+    const b = await other.connect({ schema: 'gem_b' } as never);
+    const names = namespaces(freshNs(), 4);
+    const first = group(a, { namespaces: names });
+    const second = group(b, { namespaces: names });
+    await first.group.start();
+    await second.group.start();
+    expect(first.group.leases.size).toBe(4);
+    expect(second.group.leases.size).toBe(4);
+    const rows = await query<{ n: string | number }>(plain, 'SELECT COUNT(*) AS n FROM gem_a.gemstone_election_leader WHERE leader_id = ?', [first.group.candidateId]);
+    expect(Number(rows[0]!.n)).toBe(4);
+    // A stop in one schema (NOTIFY on the shared channel) changes nothing in the other.
+    await first.group.stop();
+    await sleep(500);
+    expect(second.group.leases.size).toBe(4);
+    expect(second.events.filter((e) => e.kind === 'demoted')).toEqual([]);
+    expect(first.errors).toEqual([]);
+    expect(second.errors).toEqual([]);
+  });
+
   test('add and remove while running; remove resigns a held lease', async () => {
     const [a, b, c] = [freshNs(), freshNs(), freshNs()];
     const { group: g, events, errors } = group(ds, { namespaces: [a] });
