@@ -129,18 +129,28 @@ export function createGroupStore(context: DbContext) {
   SELECT CAST(${[...input.namespaces]} AS varchar[]) AS nss
 ), input AS (
   SELECT DISTINCT x AS ns FROM unnest(${nss}) AS x
+), snap AS (
+  -- The rows as of the statement's snapshot (a plain read): what the history read here matches.
+  SELECT l.ns, l.term FROM ${leaders} l WHERE l.ns = ANY (${nss})
 ), locked AS (
+  -- SKIP LOCKED: a tick never waits. A row locked by another transaction (a rival's takeover or
+  -- tick, a vacate) is left for the next tick, so ticks of many namespaces do not convoy.
   SELECT l.ns, l.leader_id, l.term, l.lease_expires_at FROM ${leaders} l
   WHERE l.ns = ANY (${nss})
     AND (l.leader_id IS NULL OR l.leader_id = ${me} OR l.lease_expires_at IS NULL OR l.lease_expires_at <= clock_timestamp())
-  ORDER BY l.ns FOR UPDATE
+  ORDER BY l.ns FOR UPDATE SKIP LOCKED
 ), seen AS (
-  SELECT ns, leader_id, term, lease_expires_at, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
+  -- Only rows whose term is the snapshot's: a row taken over by a transaction that committed
+  -- after the statement began is locked in its newest version, but that term's history row is
+  -- invisible to this statement's snapshot and could not be closed; it is unknown this tick.
+  SELECT k.ns, k.leader_id, k.term, k.lease_expires_at, COALESCE(k.leader_id IS NOT NULL AND k.lease_expires_at > clock_timestamp(), false) AS live
+  FROM locked k JOIN snap s ON s.ns = k.ns AND s.term = k.term
 ), unlocked AS (
-  -- Held by someone else (not locked): the complement of locked on the same snapshot, so
-  -- disjoint from it; a row that changed hands while we waited for a lock is in neither (unknown).
+  -- Held by someone else (not locked), as of the snapshot, and not in seen; a row skipped as
+  -- locked, or that changed hands after the snapshot, is in neither (unknown).
   SELECT l.ns, l.leader_id, l.term FROM ${leaders} l
   WHERE l.ns = ANY (${nss}) AND l.leader_id IS NOT NULL AND l.leader_id <> ${me} AND l.lease_expires_at > clock_timestamp()
+    AND NOT EXISTS (SELECT 1 FROM seen s WHERE s.ns = l.ns)
 ), missing AS (
   SELECT i.ns FROM input i WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.ns)
 ), others AS (
