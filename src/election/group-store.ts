@@ -281,21 +281,42 @@ SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a
     }
     type Row = { ns: string; leaderId: string | null; term: number; live: boolean; leaseExpired: boolean };
     const rows = new Map<string, Row>();
+    // Rows this tick may change but found locked by another transaction: unknown this tick.
+    const skipped = new Set<string>();
     let databaseNow: Date | undefined;
+    const toRow = (r: Record<string, unknown>): Row => {
+      const leaderId = (r.leader_id as string | null) ?? null;
+      return { ns: String(r.ns), leaderId, term: Number(r.term), live: leaderId !== null && sqlBool(r.live), leaseExpired: leaderId !== null && !sqlBool(r.live) };
+    };
+    const liveCase = sql`CASE WHEN leader_id IS NOT NULL AND lease_expires_at > ${d.now} THEN 1 ELSE 0 END`;
     for (const batch of batches) {
-      const found = await execute(
+      // A plain (non-locking) read first: rows held live by others are only reported, never
+      // locked, so a follower never waits for a leader's renewal (nor makes it wait).
+      const seen = await execute(
         context,
         m,
-        sql`SELECT ns, leader_id, term, CASE WHEN leader_id IS NOT NULL AND lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS live,
-  ${d.instant(d.now.text)} AS db_now FROM ${leaders} WHERE ns IN ${list(batch)} ORDER BY ns FOR UPDATE`,
+        sql`SELECT ns, leader_id, term, ${liveCase} AS live, ${d.instant(d.now.text)} AS db_now FROM ${leaders} WHERE ns IN ${list(batch)}`,
       );
-      for (const r of found) {
-        const ns = String(r.ns);
-        known.add(ns);
-        const leaderId = (r.leader_id as string | null) ?? null;
-        rows.set(ns, { ns, leaderId, term: Number(r.term), live: leaderId !== null && sqlBool(r.live), leaseExpired: leaderId !== null && !sqlBool(r.live) });
+      const wanted: string[] = [];
+      for (const r of seen) {
+        const row = toRow(r);
+        known.add(row.ns);
         databaseNow ??= d.parseInstant(r.db_now) as Date;
+        if (row.live && row.leaderId !== me) rows.set(row.ns, row);
+        else wanted.push(row.ns);
       }
+      if (wanted.length === 0) continue;
+      // Then the rows this tick may change (vacant, lapsed, ours), locked in namespace order and
+      // re-checked on their newest version; SKIP LOCKED: a row another transaction holds is
+      // left for the next tick rather than waited for.
+      const locked = await execute(
+        context,
+        m,
+        sql`SELECT ns, leader_id, term, ${liveCase} AS live FROM ${leaders} WHERE ns IN ${list(wanted)}
+  AND (leader_id IS NULL OR leader_id = ${me} OR lease_expires_at IS NULL OR lease_expires_at <= ${d.now}) ORDER BY ns FOR UPDATE SKIP LOCKED`,
+      );
+      for (const r of locked) rows.set(String(r.ns), toRow(r));
+      for (const ns of wanted) if (!rows.has(ns)) skipped.add(ns);
     }
     // 2. The candidates of those namespaces, by a plain read (the leader rows are locked).
     const rival = new Map<string, number>();
@@ -331,6 +352,10 @@ FROM ${candidates} WHERE ns IN ${list(batch)} AND (candidate_id = ${me} OR (elig
     const outcomes: GroupNsOutcome[] = [];
     for (const ns of input.namespaces) {
       const row = rows.get(ns);
+      if (skipped.has(ns)) {
+        outcomes.push({ ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false });
+        continue;
+      }
       if (!row) {
         // Deleted behind our back after we saw it: created again by the next tick.
         known.delete(ns);
