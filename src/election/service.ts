@@ -339,7 +339,7 @@ export class ElectionService {
         } else if (seen) {
           const { row } = seen;
           if (row.live && row.leaderId !== id) {
-            await store.touchCandidate(m, ns, id, expire, fields);
+            await (seen.registered ? store.heartbeat(m, ns, id, expire, fields) : store.touchCandidate(m, ns, id, expire, fields));
             outcome = followerOutcome(ns, row, seen.registered);
           } else if (row.live && row.leaderId === id && known?.term !== row.term) {
             outcome = await renewInOneStatement(m, store, ns, id, row.term, expire, fields);
@@ -347,12 +347,23 @@ export class ElectionService {
             const taken = { term: row.term, leaderId: row.leaderId, leaseMicros: seen.leaseMicros };
             outcome = await inTransaction(dataSource, runner, async (tm) => {
               const took = await store.takeOverInOneStatement(tm, ns, id, taken, expire, fields);
-              if (!took.matched) return this.#electLocked(tm, dataSource, store, ns, id, expire, fields, true);
+              // No match, most often a racing candidate took the lease first: commit at once, which
+              // releases the leader row (MariaDB keeps the lock of a row it read as a constant
+              // even when the WHERE clause then rejects it), so the losers of a race do not queue
+              // for it one after the other; the call goes on below with a fresh read.
+              if (!took.matched) return undefined;
               const history = historyOf(contextOf(dataSource));
               await history.run(tm, history.openTerm(ns));
               const term = row.term + 1;
               return { ns, leaderId: id, term, isLeader: true, acquired: true, handOver: false, wasRegistered: true, databaseNow: took.databaseNow as Date };
             });
+            if (!outcome) {
+              const now = await store.peekLeader(m, ns, id, features);
+              if (now?.clean && now.row.live && now.row.leaderId !== id) {
+                await store.heartbeat(m, ns, id, expire, fields);
+                outcome = followerOutcome(ns, now.row, now.registered);
+              }
+            }
           }
         }
       } catch (error) {

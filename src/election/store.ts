@@ -291,10 +291,17 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`;
    * The caller's effective eligibility and the absence of a live eligible candidate of strictly
    * higher priority than its effective priority ({@link decide}'s `eligible && !outranked`), as a
    * condition on the caller's candidate row `c` (values before the statement's own changes).
+   *
+   * Outside READ COMMITTED (an autocommit statement runs at the session's level, REPEATABLE READ
+   * by default) InnoDB reads the rivals of a writing statement with shared locks. They are read
+   * through the primary key, never the `(ns, expires_at)` index: a heartbeat locks its candidate
+   * row before it moves that index entry, so a rival scan of the index would take locks in the
+   * opposite order (a deadlock with every concurrent heartbeat); through the primary key the
+   * statement only waits for heartbeats in flight, and they only wait for it.
    */
   function unrivalled(candidateId: string, fields: CandidateFields): SqlFragment {
     return sql`COALESCE(${bool(fields.eligible)}, c.eligible)
-  AND NOT EXISTS (SELECT 1 FROM ${candidates} r WHERE r.ns = c.ns AND r.candidate_id <> ${candidateId} AND r.eligible
+  AND NOT EXISTS (SELECT 1 FROM ${candidates} r FORCE INDEX (PRIMARY) WHERE r.ns = c.ns AND r.candidate_id <> ${candidateId} AND r.eligible
     AND r.expires_at > ${d.now} AND r.priority > COALESCE(${fields.priority ?? null}, c.priority))`;
   }
 
@@ -333,6 +340,24 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`;
     /** register / heartbeat: create the candidate row or extend it, storing the options given. */
     async touchCandidate(m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<void> {
       await execute(context, m, candidateUpsert(ns, candidateId, expireSeconds, fields));
+    },
+
+    /**
+     * The heartbeat of a candidate row known to exist, as an UPDATE by its primary key: under
+     * REPEATABLE READ (an autocommit statement outside the library's transactions) it locks that
+     * row alone, where the upsert's duplicate-key path would also lock the gap before it. A row
+     * deleted meanwhile is created by the upsert.
+     */
+    async heartbeat(m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<void> {
+      const { names, values } = fieldColumns(fields);
+      let sets = sql``;
+      names.forEach((name, i) => (sets = sql`${sets}, ${raw(name)} = ${values[i]}`));
+      const result = await mysqlWrite(
+        m,
+        sql`UPDATE ${candidates} SET last_heartbeat_at = ${d.now}, expires_at = ${d.nowPlus(expireSeconds)}${sets} WHERE ns = ${ns} AND candidate_id = ${candidateId}`,
+      );
+      // Matched = changed: the expiry moves with the clock (and the upsert would be harmless anyway).
+      if (!(Number(result.affectedRows) > 0)) await execute(context, m, candidateUpsert(ns, candidateId, expireSeconds, fields));
     },
 
     /** The candidate upsert as a statement, for the SQLite programs. */
