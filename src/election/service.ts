@@ -305,9 +305,9 @@ export class ElectionService {
    * - the renewing leader: ONE autocommit UPDATE of its leader and candidate rows, when this
    *   process last saw it lead (`store.remembered`); no match (lease lapsed, taken, hand-over due,
    *   nothing remembered) goes on below;
-   * - a non-locking read of the leader row (`peekLeader`); when it shows another candidate's
-   *   unexpired lease, a follower's call is that read plus its heartbeat, and never queues for the
-   *   leader row's lock (see `store.followerReadsFirst` for why no lock is needed);
+   * - (MariaDB 10.5+) ONE statement that heartbeats and returns the leader row
+   *   (`followerInOneStatement`): when it shows another candidate's unexpired lease, that is the
+   *   whole call of a follower, which never takes the leader row's exclusive lock;
    * - a vacant or expired lease: the library's own READ COMMITTED transaction with ONE takeover
    *   UPDATE (compare-and-set against the row read) and the new term's history row;
    * - anything else (no leader row yet, a lost race, an unclean read): the locked path.
@@ -326,42 +326,43 @@ export class ElectionService {
     try {
       const m = runner.manager;
       let rowExists = false;
+      /** Whether the candidate row existed before this call, when a statement of it already wrote it. */
+      let registered: boolean | undefined;
       let outcome: ElectOutcome | undefined;
       try {
         const known = store.remembered(ns);
         if (known?.leaderId === id) outcome = await renewInOneStatement(m, store, ns, id, known.term, expire, fields);
         if (outcome) return outcome;
-        const seen = await store.peekLeader(m, ns, id, features);
-        rowExists = seen !== undefined;
-        if (seen && !seen.clean) {
-          // Autocommit off: the read opened a transaction; end it before the library opens its own.
-          await runner.query('COMMIT');
-        } else if (seen) {
-          const { row } = seen;
-          if (row.live && row.leaderId !== id) {
-            await (seen.registered ? store.heartbeat(m, ns, id, expire, fields) : store.touchCandidate(m, ns, id, expire, fields));
-            outcome = followerOutcome(ns, row, seen.registered);
-          } else if (row.live && row.leaderId === id && known?.term !== row.term) {
-            outcome = await renewInOneStatement(m, store, ns, id, row.term, expire, fields);
-          } else if (!row.live && seen.registered) {
-            const taken = { term: row.term, leaderId: row.leaderId, leaseMicros: seen.leaseMicros };
-            outcome = await inTransaction(dataSource, runner, async (tm) => {
-              const took = await store.takeOverInOneStatement(tm, ns, id, taken, expire, fields);
-              // No match, most often a racing candidate took the lease first: commit at once, which
-              // releases the leader row (MariaDB keeps the lock of a row it read as a constant
-              // even when the WHERE clause then rejects it), so the losers of a race do not queue
-              // for it one after the other; the call goes on below with a fresh read.
-              if (!took.matched) return undefined;
-              const history = historyOf(contextOf(dataSource));
-              await history.run(tm, history.openTerm(ns));
-              const term = row.term + 1;
-              return { ns, leaderId: id, term, isLeader: true, acquired: true, handOver: false, wasRegistered: true, databaseNow: took.databaseNow as Date };
-            });
-            if (!outcome) {
-              const now = await store.peekLeader(m, ns, id, features);
-              if (now?.clean && now.row.live && now.row.leaderId !== id) {
-                await store.heartbeat(m, ns, id, expire, fields);
-                outcome = followerOutcome(ns, now.row, now.registered);
+        if (features.returning) {
+          const seen = await store.followerInOneStatement(m, ns, id, expire, fields, features);
+          rowExists = seen !== undefined;
+          registered = seen?.registered;
+          if (seen && !seen.clean) {
+            // Autocommit off: the statement opened a transaction; end it before the library opens its own.
+            await runner.query('COMMIT');
+          } else if (seen) {
+            const { row } = seen;
+            if (row.live && row.leaderId !== id) {
+              outcome = followerOutcome(ns, row, seen.registered);
+            } else if (row.live && row.leaderId === id && known?.term !== row.term) {
+              outcome = await renewInOneStatement(m, store, ns, id, row.term, expire, fields);
+            } else if (!row.live) {
+              const taken = { term: row.term, leaderId: row.leaderId, leaseMicros: seen.leaseMicros };
+              outcome = await inTransaction(dataSource, runner, async (tm) => {
+                const took = await store.takeOverInOneStatement(tm, ns, id, taken, expire, fields);
+                // No match, most often a racing candidate took the lease first: commit at once, which
+                // releases the leader row (MariaDB keeps the lock of a row it read as a constant
+                // even when the WHERE clause then rejects it), so the losers of a race do not queue
+                // for it one after the other; the call goes on below with a fresh read.
+                if (!took.matched) return undefined;
+                const history = historyOf(contextOf(dataSource));
+                await history.run(tm, history.openTerm(ns));
+                const term = row.term + 1;
+                return { ns, leaderId: id, term, isLeader: true, acquired: true, handOver: false, wasRegistered: seen.registered, databaseNow: took.databaseNow as Date };
+              });
+              if (!outcome) {
+                const now = await store.followerInOneStatement(m, ns, id, expire, fields, features);
+                if (now?.clean && now.row.live && now.row.leaderId !== id) outcome = followerOutcome(ns, now.row, seen.registered);
               }
             }
           }
@@ -370,7 +371,10 @@ export class ElectionService {
         // A deadlock or lock timeout of an autocommit statement: the transactional path retries.
         if (!contextOf(dataSource).dialect.isRetryableConflict(error)) throw error;
       }
-      outcome ??= await inTransaction(dataSource, runner, (tm) => this.#electLocked(tm, dataSource, store, ns, id, expire, fields, rowExists));
+      if (!outcome) {
+        outcome = await inTransaction(dataSource, runner, (tm) => this.#electLocked(tm, dataSource, store, ns, id, expire, fields, rowExists));
+      }
+      if (registered === false && outcome.wasRegistered) outcome = { ...outcome, wasRegistered: false };
       store.remember(ns, outcome.leaderId, outcome.term);
       return outcome;
     } finally {

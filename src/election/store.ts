@@ -129,6 +129,8 @@ export interface ConditionalWrite {
  */
 export interface MariadbFeatures {
   isolationVariable: 'tx_isolation' | 'transaction_isolation';
+  /** `INSERT … RETURNING` (MariaDB 10.5+): a follower's `elect` in one statement. */
+  returning: boolean;
 }
 
 /** `major.minor.patch` of a MariaDB `VERSION()` string, or undefined for MySQL. */
@@ -340,24 +342,6 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`;
     /** register / heartbeat: create the candidate row or extend it, storing the options given. */
     async touchCandidate(m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<void> {
       await execute(context, m, candidateUpsert(ns, candidateId, expireSeconds, fields));
-    },
-
-    /**
-     * The heartbeat of a candidate row known to exist, as an UPDATE by its primary key: under
-     * REPEATABLE READ (an autocommit statement outside the library's transactions) it locks that
-     * row alone, where the upsert's duplicate-key path would also lock the gap before it. A row
-     * deleted meanwhile is created by the upsert.
-     */
-    async heartbeat(m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<void> {
-      const { names, values } = fieldColumns(fields);
-      let sets = sql``;
-      names.forEach((name, i) => (sets = sql`${sets}, ${raw(name)} = ${values[i]}`));
-      const result = await mysqlWrite(
-        m,
-        sql`UPDATE ${candidates} SET last_heartbeat_at = ${d.now}, expires_at = ${d.nowPlus(expireSeconds)}${sets} WHERE ns = ${ns} AND candidate_id = ${candidateId}`,
-      );
-      // Matched = changed: the expiry moves with the clock (and the upsert would be harmless anyway).
-      if (!(Number(result.affectedRows) > 0)) await execute(context, m, candidateUpsert(ns, candidateId, expireSeconds, fields));
     },
 
     /** The candidate upsert as a statement, for the SQLite programs. */
@@ -580,7 +564,10 @@ FROM decided LEFT JOIN lease ON true`,
           const [major, minor, patch] = version;
           const at = (a: number, b: number, c: number) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
           if (!at(10, 3, 2)) return undefined;
-          return Object.freeze({ isolationVariable: at(11, 1, 0) ? ('transaction_isolation' as const) : ('tx_isolation' as const) });
+          return Object.freeze({
+            isolationVariable: at(11, 1, 0) ? ('transaction_isolation' as const) : ('tx_isolation' as const),
+            returning: at(10, 5, 0),
+          });
         });
         mariadbProbe = probe;
         probe.catch(() => (mariadbProbe = undefined));
@@ -641,28 +628,54 @@ WHERE l.ns = ${ns} AND l.leader_id = ${candidateId} AND l.term = ${term} AND l.l
     },
 
     /**
-     * MariaDB: the leader row and the caller's registration without a lock, for the first round
-     * trip of `elect` outside any transaction. `clean` is false when the read may have seen
-     * uncommitted rows (the session runs at READ UNCOMMITTED) or opened a transaction (autocommit
-     * off): then only a transaction of the library's own may decide.
+     * MariaDB 10.5+: the heartbeat of `elect` and the read of the leader row in ONE autocommit
+     * statement, an `INSERT … SELECT … ON DUPLICATE KEY UPDATE … RETURNING`: the caller's candidate
+     * row is created or extended (with the options given) and the leader row is returned as the
+     * statement saw it, with the database clock of the statement. A follower's call is this
+     * statement alone: one round trip, one transaction, and no exclusive lock on the leader row.
+     *
+     * Locks: the SELECT reads the leader row before the candidate row is written (lock order).
+     * Under READ COMMITTED that read takes no lock; at the session's default REPEATABLE READ InnoDB
+     * reads it with a shared lock for the statement's duration, which followers share (they never
+     * queue behind each other) and which only waits for an exclusive holder (a renewal statement,
+     * a takeover). `clean` is false when the read may have seen uncommitted rows (the session runs
+     * at READ UNCOMMITTED) or a transaction was left open (autocommit off): then only a
+     * transaction of the library's own may decide (the heartbeat written here is harmless).
+     *
+     * `registered`: whether the candidate row existed. `LAST_INSERT_ID(expr)` is set to 0 by the
+     * proposed row (evaluated for every row the SELECT yields) and to 1 by the duplicate-key
+     * update, which runs only for an existing row; RETURNING reads it after the row is written.
+     * Undefined without a leader row (nothing was written).
      */
-    async peekLeader(
+    async followerInOneStatement(
       m: EntityManager,
       ns: string,
       candidateId: string,
+      expireSeconds: number,
+      fields: CandidateFields,
       features: MariadbFeatures,
     ): Promise<{ row: LeaderRow; registered: boolean; leaseMicros: number | null; clean: boolean } | undefined> {
-      const [row] = await execute(
+      const { columns, values } = fieldInsert(fields);
+      const updated = ['last_heartbeat_at', ...fieldColumns(fields).names].map((c) => `, ${c} = VALUES(${c})`).join('');
+      const of = (expression: string) => sql`(SELECT ${raw(expression)} FROM ${leaders} x WHERE x.ns = ${ns})`;
+      const rows = await execute(
         context,
         m,
-        sql`SELECT ${raw(selectLeader('l'))}, (SELECT COUNT(*) FROM ${candidates} c WHERE c.ns = l.ns AND c.candidate_id = ${candidateId}) AS registered,
-  @@SESSION.${raw(features.isolationVariable)} AS isolation, @@SESSION.autocommit AS autocommit
-FROM ${leaders} l WHERE l.ns = ${ns}`,
+        sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
+SELECT l.ns, ${candidateId}, ${d.now}, ${d.nowPlus(expireSeconds)} + INTERVAL 0 * LAST_INSERT_ID(0) MICROSECOND${values}
+FROM ${leaders} l WHERE l.ns = ${ns}
+ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at) + INTERVAL 0 * LAST_INSERT_ID(1) MICROSECOND${raw(updated)}
+RETURNING LAST_INSERT_ID() AS registered, ns, ${of('x.leader_id')} AS leader_id, ${of('x.term')} AS term,
+  ${of(`CASE WHEN x.lease_expires_at > ${d.now.text} THEN 1 ELSE 0 END`)} AS live,
+  ${of(d.instant('x.lease_expires_at').text)} AS lease_expires_at, ${of(d.instant('x.updated_at').text)} AS updated_at,
+  NULL AS metadata, ${d.instant(d.now.text)} AS db_now,
+  @@SESSION.${raw(features.isolationVariable)} AS isolation, @@SESSION.autocommit AS autocommit`,
       );
+      const [row] = rows;
       if (!row) return undefined;
       const clean = !/UNCOMMITTED/i.test(String(row.isolation)) && Number(row.autocommit) === 1;
       const lease = row.lease_expires_at;
-      return { row: toRow(row), registered: Number(row.registered) > 0, leaseMicros: lease === null || lease === undefined ? null : Number(lease), clean };
+      return { row: toRow(row), registered: Number(row.registered) === 1, leaseMicros: lease === null || lease === undefined ? null : Number(lease), clean };
     },
 
     /**
