@@ -325,9 +325,6 @@ export class ElectionService {
     const runner = dataSource.createQueryRunner();
     try {
       const m = runner.manager;
-      let rowExists = false;
-      /** Whether the candidate row existed before this call, when a statement of it already wrote it. */
-      let registered: boolean | undefined;
       let outcome: ElectOutcome | undefined;
       try {
         const known = store.remembered(ns);
@@ -335,46 +332,36 @@ export class ElectionService {
         if (outcome) return outcome;
         if (features.returning) {
           const seen = await store.followerInOneStatement(m, ns, id, expire, fields, features);
-          rowExists = seen !== undefined;
-          registered = seen?.registered;
           if (seen && !seen.clean) {
             // Autocommit off: the statement opened a transaction; end it before the library opens its own.
             await runner.query('COMMIT');
           } else if (seen) {
-            const { row } = seen;
-            if (row.live && row.leaderId !== id) {
-              outcome = followerOutcome(ns, row, seen.registered);
-            } else if (row.live && row.leaderId === id && known?.term !== row.term) {
-              outcome = await renewInOneStatement(m, store, ns, id, row.term, expire, fields);
-            } else if (!row.live) {
-              const taken = { term: row.term, leaderId: row.leaderId, leaseMicros: seen.leaseMicros };
-              outcome = await inTransaction(dataSource, runner, async (tm) => {
-                const took = await store.takeOverInOneStatement(tm, ns, id, taken, expire, fields);
-                // No match, most often a racing candidate took the lease first: commit at once, which
-                // releases the leader row (MariaDB keeps the lock of a row it read as a constant
-                // even when the WHERE clause then rejects it), so the losers of a race do not queue
-                // for it one after the other; the call goes on below with a fresh read.
-                if (!took.matched) return undefined;
-                const history = historyOf(contextOf(dataSource));
-                await history.run(tm, history.openTerm(ns));
-                const term = row.term + 1;
-                return { ns, leaderId: id, term, isLeader: true, acquired: true, handOver: false, wasRegistered: seen.registered, databaseNow: took.databaseNow as Date };
-              });
-              if (!outcome) {
-                const now = await store.followerInOneStatement(m, ns, id, expire, fields, features);
-                if (now?.clean && now.row.live && now.row.leaderId !== id) outcome = followerOutcome(ns, now.row, seen.registered);
-              }
-            }
+            outcome = followerOutcome(ns, seen.row, seen.registered);
+          } else {
+            // Not a follower's call (vacant, expired or own lease, or no leader row): nothing was
+            // written. The library's own READ COMMITTED transaction reads the newest committed row
+            // and, for a vacant or expired lease, takes it with one compare-and-set UPDATE.
+            outcome = await inTransaction(dataSource, runner, async (tm) => {
+              const read = await store.readLeaderFor(tm, ns, id);
+              if (!read || read.row.live || !read.registered) return this.#electLocked(tm, dataSource, store, ns, id, expire, fields, read !== undefined);
+              const { row } = read;
+              const taken = { term: row.term, leaderId: row.leaderId, leaseMicros: read.leaseMicros };
+              const took = await store.takeOverInOneStatement(tm, ns, id, taken, expire, fields);
+              // No match: a racing candidate took the lease first (or the caller is outranked or
+              // ineligible); the locked path decides.
+              if (!took.matched) return this.#electLocked(tm, dataSource, store, ns, id, expire, fields, true);
+              const history = historyOf(contextOf(dataSource));
+              await history.run(tm, history.openTerm(ns));
+              const term = row.term + 1;
+              return { ns, leaderId: id, term, isLeader: true, acquired: true, handOver: false, wasRegistered: true, databaseNow: took.databaseNow as Date };
+            });
           }
         }
       } catch (error) {
         // A deadlock or lock timeout of an autocommit statement: the transactional path retries.
         if (!contextOf(dataSource).dialect.isRetryableConflict(error)) throw error;
       }
-      if (!outcome) {
-        outcome = await inTransaction(dataSource, runner, (tm) => this.#electLocked(tm, dataSource, store, ns, id, expire, fields, rowExists));
-      }
-      if (registered === false && outcome.wasRegistered) outcome = { ...outcome, wasRegistered: false };
+      outcome ??= await inTransaction(dataSource, runner, (tm) => this.#electLocked(tm, dataSource, store, ns, id, expire, fields, false));
       store.remember(ns, outcome.leaderId, outcome.term);
       return outcome;
     } finally {

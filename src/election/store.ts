@@ -515,15 +515,25 @@ ${d.insertIfAbsent(['ns'])}`,
       return toObserved(row);
     },
 
-    /** {@link readLeader} plus whether `candidateId` has a candidate row (MySQL follower read). */
-    async readLeaderFor(m: EntityManager, ns: string, candidateId: string): Promise<{ row: LeaderRow; registered: boolean } | undefined> {
+    /**
+     * {@link readLeader} plus whether `candidateId` has a candidate row (MySQL follower read), and
+     * on MySQL/MariaDB the lease end in whole microseconds as stored (null elsewhere or when vacant).
+     */
+    async readLeaderFor(
+      m: EntityManager,
+      ns: string,
+      candidateId: string,
+    ): Promise<{ row: LeaderRow; registered: boolean; leaseMicros: number | null } | undefined> {
       const [row] = await execute(
         context,
         m,
         sql`SELECT ${raw(selectLeader('l'))}, (SELECT COUNT(*) FROM ${candidates} c WHERE c.ns = l.ns AND c.candidate_id = ${candidateId}) AS registered
 FROM ${leaders} l WHERE l.ns = ${ns}`,
       );
-      return row ? { row: toRow(row), registered: Number(row.registered) > 0 } : undefined;
+      if (!row) return undefined;
+      const lease = row.lease_expires_at;
+      const leaseMicros = d.name === 'mysql' && lease !== null && lease !== undefined ? Number(lease) : null;
+      return { row: toRow(row), registered: Number(row.registered) > 0, leaseMicros };
     },
 
     /**
@@ -666,10 +676,13 @@ WHERE l.ns = ${ns} AND l.leader_id = ${candidateId} AND l.term = ${term} AND l.l
      * at READ UNCOMMITTED) or a transaction was left open (autocommit off): then only a
      * transaction of the library's own may decide (the heartbeat written here is harmless).
      *
+     * It writes only when the leader row shows another candidate's unexpired lease (the follower's
+     * case); otherwise it writes nothing, returns nothing (undefined) and so commits nothing: a
+     * takeover then pays for one commit, in its own transaction, not two.
+     *
      * `registered`: whether the candidate row existed. `LAST_INSERT_ID(expr)` is set to 0 by the
      * proposed row (evaluated for every row the SELECT yields) and to 1 by the duplicate-key
      * update, which runs only for an existing row; RETURNING reads it after the row is written.
-     * Undefined without a leader row (nothing was written).
      */
     async followerInOneStatement(
       m: EntityManager,
@@ -687,7 +700,7 @@ WHERE l.ns = ${ns} AND l.leader_id = ${candidateId} AND l.term = ${term} AND l.l
         m,
         sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
 SELECT l.ns, ${candidateId}, ${d.now}, ${d.nowPlus(expireSeconds)} + INTERVAL 0 * LAST_INSERT_ID(0) MICROSECOND${values}
-FROM ${leaders} l WHERE l.ns = ${ns}
+FROM ${leaders} l WHERE l.ns = ${ns} AND l.leader_id <> ${candidateId} AND l.lease_expires_at > ${d.now}
 ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at) + INTERVAL 0 * LAST_INSERT_ID(1) MICROSECOND${raw(updated)}
 RETURNING LAST_INSERT_ID() AS registered, ns, ${of('x.leader_id')} AS leader_id, ${of('x.term')} AS term,
   ${of(`CASE WHEN x.lease_expires_at > ${d.now.text} THEN 1 ELSE 0 END`)} AS live,
