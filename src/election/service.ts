@@ -305,11 +305,13 @@ export class ElectionService {
    * - the renewing leader: ONE autocommit UPDATE of its leader and candidate rows, when this
    *   process last saw it lead (`store.remembered`); no match (lease lapsed, taken, hand-over due,
    *   nothing remembered) goes on below;
-   * - (MariaDB 10.5+) ONE statement that heartbeats and returns the leader row
-   *   (`followerInOneStatement`): when it shows another candidate's unexpired lease, that is the
-   *   whole call of a follower, which never takes the leader row's exclusive lock;
-   * - a vacant or expired lease: the library's own READ COMMITTED transaction with ONE takeover
-   *   UPDATE (compare-and-set against the row read) and the new term's history row;
+   * - (MariaDB 10.5+) ONE statement that, when the leader row shows another candidate's
+   *   unexpired lease, heartbeats and returns that row (`followerInOneStatement`): the whole call
+   *   of a follower, which never takes the leader row's exclusive lock; otherwise it writes and
+   *   commits nothing;
+   * - then, in the library's own READ COMMITTED transaction, a plain read of the newest committed
+   *   row; a vacant or expired lease is taken with ONE compare-and-set UPDATE (leader row as read,
+   *   candidate row, lapsed term's history row) and the new term's history row (one commit);
    * - anything else (no leader row yet, a lost race, an unclean read): the locked path.
    * One connection serves the whole call.
    */
