@@ -133,15 +133,21 @@ function isBusy(error: unknown): boolean {
 }
 
 /**
- * better-sqlite3: the longest a step waits for another connection's write lock inside SQLite
- * (its busy handler sleeps 1 ms, then 2 ms, retrying the lock in between), in milliseconds:
- * at most this long is the event loop held by a busy database per attempt. Another thread or
- * process holds the write lock for well under a millisecond per call of the library, so most
- * waits end here, without a trip through the event loop; a holder in this thread (a transaction
- * open across an `await` on another DataSource) cannot finish meanwhile, and is let run by the
- * asynchronous retry that follows.
+ * better-sqlite3: how long (milliseconds) the first attempt of a step may wait for another
+ * connection's write lock inside SQLite (its busy handler sleeps 1, 2, 5, 10, 15, 17 ms, trying
+ * the lock in between), never longer than the connection's own `busy_timeout`. The event loop
+ * is held that long at most. Other threads and processes hold the lock well under a millisecond
+ * per call of the library, so a wait usually ends here, asleep: a waiter that retried from
+ * JavaScript instead would spend CPU the lock holder needs (with many writers on few cores
+ * that starved the holder and everyone behind it). A holder in this thread (your transaction
+ * open across an `await` on another DataSource of the file) cannot finish meanwhile: after
+ * this first wait, attempts wait {@link SYNC_BUSY_RETRY_WAIT_MS} at most, between asynchronous
+ * pauses that let it run.
  */
-const SYNC_BUSY_WAIT_MS = 3;
+const SYNC_BUSY_WAIT_MS = 50;
+
+/** better-sqlite3: the longest wait inside SQLite of every later attempt of a step (milliseconds). */
+const SYNC_BUSY_RETRY_WAIT_MS = 3;
 
 /**
  * Wait before retry `attempt` of a busy database: 1 to 5 ms, jittered, never growing further.
@@ -246,16 +252,16 @@ export function runSyncStep<T>(dataSource: DataSource, work: (step: SyncStep) =>
   }
   const log = loggerOf(dataSource);
   // The common case at once, in this turn: no transaction open, the write lock free (or freed
-  // within the brief wait). No await before it, so nothing can open a transaction in between.
+  // within the first wait). No await before it, so nothing can open a transaction in between.
   if (!transactionOpen(dataSource)) {
     try {
-      return Promise.resolve(runSynchronously(db, work, options.transaction, log));
+      return Promise.resolve(runSynchronously(db, work, options.transaction, log, SYNC_BUSY_WAIT_MS));
     } catch (error) {
       if (!isBusy(error)) return Promise.reject(error);
     }
   }
   const waitMs = options.waitMs ?? DEFAULT_SQLITE_WAIT_MS;
-  return retryWhileBusy(waitMs, () => whenNoTransaction(dataSource, waitMs, () => runSynchronously(db, work, options.transaction, log)));
+  return retryWhileBusy(waitMs, () => whenNoTransaction(dataSource, waitMs, () => runSynchronously(db, work, options.transaction, log, SYNC_BUSY_RETRY_WAIT_MS)));
 }
 
 /**
@@ -304,7 +310,7 @@ function preparedByKey(db: BetterSqliteDatabase, key: string, text: string): Bet
   return statement;
 }
 
-function runSynchronously<T>(db: BetterSqliteDatabase, work: (step: SyncStep) => T, transaction: boolean, log: Log): T {
+function runSynchronously<T>(db: BetterSqliteDatabase, work: (step: SyncStep) => T, transaction: boolean, log: Log, busyWaitMs: number): T {
   const run = (key: string, statement: SqlFragment | string): Rows => {
     const { text, values } = typeof statement === 'string' ? { text: statement, values: [] as readonly unknown[] } : render(statement, 'question');
     log.sent(text, values);
@@ -331,7 +337,7 @@ function runSynchronously<T>(db: BetterSqliteDatabase, work: (step: SyncStep) =>
   // with it the holder if it lives in this process: wait briefly at most, then retry asynchronously.
   const busyRow = execute(preparedByKey(db, 'pragma:read', 'PRAGMA busy_timeout'), [])[0];
   const busyTimeout = Math.max(0, Math.floor(Number(busyRow ? Object.values(busyRow)[0] : 0))) || 0;
-  const briefWait = Math.min(busyTimeout, SYNC_BUSY_WAIT_MS);
+  const briefWait = Math.min(busyTimeout, busyWaitMs);
   if (briefWait !== busyTimeout) execute(preparedByKey(db, 'pragma:brief', `PRAGMA busy_timeout = ${briefWait}`), []);
   try {
     if (transaction) run('begin', 'BEGIN IMMEDIATE');
