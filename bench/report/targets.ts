@@ -9,6 +9,10 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
       const value = r.hotPath.ratioToBaseline.renew;
       targets.push({ target: 'renewal throughput ÷ one-statement baseline', database: kind, value, limit: '≥ 0.6', met: value >= 0.6 });
     }
+    if (kind === 'sqlite' && r.hotPath) {
+      const value = r.hotPath.ratioToBaseline.renew;
+      targets.push({ target: 'renewal throughput ÷ two-statement baseline', database: kind, value, limit: '≥ 0.6', met: value >= 0.6 });
+    }
     const top = r.contention?.[r.contention.length - 1];
     if (top && top.followerP99Ratio !== null) {
       const value = top.followerP99Ratio;
@@ -18,6 +22,16 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
         value,
         limit: '≤ 2',
         met: value <= 2,
+      });
+    }
+    if (kind === 'sqlite' && top) {
+      const value = top.library.starved;
+      targets.push({
+        target: `candidates that completed no call at ${top.concurrency} concurrent (most in one repetition)`,
+        database: kind,
+        value,
+        limit: '= 0',
+        met: value === 0,
       });
     }
     if (r.scale) {

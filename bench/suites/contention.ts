@@ -32,6 +32,8 @@ export interface ContentionSide {
   errorSamples: string[];
   /** Exactly one leader at the end of every repetition (checked in the database; for the library also by the callers' outcomes). */
   exactlyOneLeader: boolean;
+  /** Starved candidates: the most, in one repetition, that completed no call inside the window. */
+  starved: number;
 }
 
 export interface ContentionPoint {
@@ -114,6 +116,7 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
             const s = summarize(all);
             const f = followers.length ? summarize(followers) : null;
             reps[mode].push({
+              starved: idle,
               p50: s.p50,
               p99: s.p99,
               followerP50: f?.p50 ?? null,
@@ -139,6 +142,7 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
         errors: outcomes.reduce((sum, o) => sum + o.errors.length, 0),
         errorSamples: outcomes.flatMap((o) => o.errors).slice(0, 5),
         exactlyOneLeader: outcomes.every((o) => o.exactlyOneLeader),
+        starved: Math.max(0, ...outcomes.map((o) => o.starved)),
       });
       points.push({
         concurrency,
