@@ -73,7 +73,11 @@ FROM ${leaders} l WHERE l.ns = `;
   const compiled = new Map<string, CompiledStatement>();
   const compiledAs = (key: string, build: () => SqlFragment): CompiledStatement => {
     let statement = compiled.get(key);
-    if (!statement) compiled.set(key, (statement = compile(build())));
+    if (!statement) {
+      // One entry per lease length and set of options used; bounded for callers that vary them freely.
+      if (compiled.size >= 64) compiled.clear();
+      compiled.set(key, (statement = compile(build())));
+    }
     return statement;
   };
   /** The leader row (none for a new namespace), the database clock and the caller's standing. */
