@@ -552,8 +552,9 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
         eligible,
         ...(sendingMetadata ? { metadata: this.#o.metadata } : {}),
       });
-    } catch (error) {
+    } catch (caught) {
       if (this.#run !== run) return;
+      const error = this.#explainFailure(caught);
       const durationMs = performance.now() - sentAt;
       const failure = new LeaderElectorError('tick', this, `elect failed (retrying in about ${Math.round(this.#o.intervalMs)} ms)`, error);
       this.#health.failed(failure);
@@ -777,6 +778,21 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   }
 
   // ---- errors ---------------------------------------------------------------------------------
+
+  /**
+   * A tick in flight while its DataSource was initialized again without the election entities
+   * fails inside TypeORM with an error that says nothing useful (e.g. "Class constructor
+   * ElectionLeader cannot be invoked without 'new'"): name the real cause, as the next tick would.
+   */
+  #explainFailure(error: unknown): unknown {
+    if (error instanceof EntitiesNotRegisteredError || !this.#dataSource) return error;
+    try {
+      assertEntitiesRegistered(this.#dataSource);
+    } catch (missing) {
+      return missing;
+    }
+    return error;
+  }
 
   /**
    * A misconfiguration (missing entities) fails every tick with the same message: it is reported

@@ -19,8 +19,8 @@ describeEachDatabase(
   (db) => {
     test('the endpoint serves each worker\'s metrics: is_leader sums to 1, every term is the leader row\'s, elections and ticks counted', async () => {
       const ds = await db.connect();
-      const child = startCli(['demo', '--plain', '--duration', '9', '--lease', '2', '--ns', NS, '--metrics-port', '0', '--url', db.url()]);
-      const result = finished(child, 60_000);
+      const child = startCli(['demo', '--plain', '--duration', '15', '--lease', '2', '--ns', NS, '--metrics-port', '0', '--url', db.url()]);
+      const result = finished(child, 80_000);
       let stdout = '';
       child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
       try {
@@ -63,7 +63,7 @@ describeEachDatabase(
       }
       // The endpoint closes with the demo.
       await expect(fetch(/metrics: (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(stdout)![1]!)).rejects.toThrow();
-    }, 60_000);
+    }, 90_000);
   },
   { sharedOnly: true },
 );

@@ -220,7 +220,7 @@ describe('gemstone-election demo: Ctrl-C and refusals', () => {
   }, 60_000);
 
   test('--json: stdout is the summary object alone; the log goes to stderr', async () => {
-    const result = await runCli(['demo', '--json', '--duration', '4', '--url', `sqlite:${path.join(dir, 'json.sqlite')}`], { cwd: dir, timeoutMs: 30_000 });
+    const result = await runCli(['demo', '--json', '--duration', '8', '--url', `sqlite:${path.join(dir, 'json.sqlite')}`], { cwd: dir, timeoutMs: 30_000 });
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(/became leader \(term 1\)/);
     const lines = result.stdout.trim().split('\n');

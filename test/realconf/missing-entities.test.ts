@@ -108,11 +108,11 @@ describeEachDatabase('a DataSource without the gemstone-utils entities', (db) =>
       ]) {
         await expect(call()).rejects.toBeInstanceOf(EntitiesNotRegisteredError);
       }
-      // Many ticks fail the same way: one report.
+      // Many ticks fail the same way: one report. (A candidate pruning still in flight on a busy
+      // machine may report the same cause once under its own phase: that is not a tick.)
       await sleep(INTERVAL * 10);
-      const missing = errors.filter((e) => e.cause instanceof EntitiesNotRegisteredError);
+      const missing = errors.filter((e) => e.phase === 'tick' && e.cause instanceof EntitiesNotRegisteredError);
       expect(missing).toHaveLength(1);
-      expect(missing[0]!.phase).toBe('tick');
       expect(errors.filter((e) => e.phase === 'tick' && !(e.cause instanceof EntitiesNotRegisteredError) && /constructor/.test(e.message))).toEqual([]);
     } finally {
       await elector.stop();

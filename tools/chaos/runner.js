@@ -212,8 +212,8 @@ async function runChaos(options) {
         slots[slot].child.kill(signal);
       },
       stall: (slot, where, ms) => {
-        fs.writeFileSync(slots[slot].control, JSON.stringify({ where, ms }));
-        slots[slot].child.kill('SIGUSR2');
+        // Polled by the worker at its next fenced action (see readStallOrder in worker.js).
+        fs.writeFileSync(slots[slot].control, JSON.stringify({ where, ms, armedAt: Date.now() }));
       },
       tickMaxMs,
       workMs: o.workMs,

@@ -11,7 +11,7 @@
  * CHAOS_APP_TX (SQLite: the elector shares its DataSource with application transactions),
  * CHAOS_PRIORITY (the elector's priority, default 0), CHAOS_ELIGIBLE ('0': observe, never lead).
  *
- * SIGUSR2 arms a stall read from CHAOS_CONTROL (`{ where, ms }`): the next fenced action blocks
+ * A stall order the runner writes to CHAOS_CONTROL (`{ where, ms, armedAt }`) makes the next fenced action block
  * its whole process (like a long GC pause) just before `assertLeader` or just after it.
  */
 const fs = require('fs');
@@ -60,16 +60,31 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
 let armedStall = null;
 /** An armed stall is dropped if no action comes soon (this worker lost leadership meanwhile): the injector's fault window is over by then. */
 const STALL_ARM_MS = 500;
-process.on('SIGUSR2', () => {
+/** `armedAt` of the last order read from CHAOS_CONTROL: each order arms once. */
+let lastOrder = 0;
+
+/**
+ * Reads a stall order (`{ where, ms, armedAt }`) the runner wrote to CHAOS_CONTROL. Polled at each
+ * fenced action rather than signalled: a signal reaching a worker that was just restarted, before
+ * it could install a handler, would kill it (SIGUSR2's default action) instead of stalling it.
+ */
+function readStallOrder() {
+  if (!controlFile) return;
+  let order;
   try {
-    armedStall = { ...JSON.parse(fs.readFileSync(/** @type {string} */ (controlFile), 'utf8')), until: Date.now() + STALL_ARM_MS };
+    order = JSON.parse(fs.readFileSync(controlFile, 'utf8'));
   } catch (error) {
-    log('control-error', { message: describe(error) });
+    if (/** @type {{ code?: string }} */ (error).code !== 'ENOENT') log('control-error', { message: describe(error) });
+    return;
   }
-});
+  if (order.armedAt === lastOrder) return;
+  lastOrder = order.armedAt;
+  if (Date.now() <= order.armedAt + STALL_ARM_MS) armedStall = { where: order.where, ms: order.ms, until: order.armedAt + STALL_ARM_MS };
+}
 
 /** Blocks the event loop (timers, the elector, everything) if a stall is armed for `where`. */
 function maybeStall(/** @type {'before-fence' | 'in-fence'} */ where, /** @type {number} */ seq) {
+  readStallOrder();
   if (armedStall && Date.now() > armedStall.until) {
     log('stall-dropped', { where: armedStall.where });
     armedStall = null;
