@@ -25,6 +25,9 @@ export const DEFAULT_SQLITE_WAIT_MS = 5000;
 /** The parts of a better-sqlite3 `Database` the library uses. */
 interface BetterSqliteDatabase {
   readonly inTransaction: boolean;
+  /** The database file (as opened). */
+  readonly name: string;
+  readonly open: boolean;
   prepare(text: string): BetterSqliteStatement;
 }
 
@@ -133,21 +136,59 @@ function isBusy(error: unknown): boolean {
 }
 
 /**
- * better-sqlite3: how long (milliseconds) the first attempt of a step may wait for another
- * connection's write lock inside SQLite (its busy handler sleeps 1, 2, 5, 10, 15, 17 ms, trying
- * the lock in between), never longer than the connection's own `busy_timeout`. The event loop
- * is held that long at most. Other threads and processes hold the lock well under a millisecond
- * per call of the library, so a wait usually ends here, asleep: a waiter that retried from
- * JavaScript instead would spend CPU the lock holder needs (with many writers on few cores
- * that starved the holder and everyone behind it). A holder in this thread (your transaction
- * open across an `await` on another DataSource of the file) cannot finish meanwhile: after
- * this first wait, attempts wait {@link SYNC_BUSY_RETRY_WAIT_MS} at most, between asynchronous
- * pauses that let it run.
+ * better-sqlite3: how long (milliseconds) a step may wait for another connection's write lock
+ * inside SQLite, asleep in its busy handler (1, 2, 5, 10, 15, 20, 25, … 50, 100 ms between tries
+ * of the lock), never longer than the connection's own `busy_timeout`; the event loop waits as
+ * long. Holders in other threads and processes keep the lock well under a millisecond per
+ * call of the library, so waits end long before. Retrying from JavaScript instead costs CPU at
+ * every try, which the holder needs: with dozens of writers on few cores that starved the holder
+ * and everyone behind it. A holder in THIS thread — a transaction open across an `await` on
+ * another DataSource of the file — could not finish while the event loop waits: when the library
+ * knows of one (see {@link connectionsInThisThread}) it waits {@link SYNC_BUSY_RETRY_WAIT_MS} at
+ * most, between asynchronous pauses that let it run.
  */
-const SYNC_BUSY_WAIT_MS = 50;
+const SYNC_BUSY_WAIT_MS = 250;
 
-/** better-sqlite3: the longest wait inside SQLite of every later attempt of a step (milliseconds). */
+/** better-sqlite3: the longest wait inside SQLite while a connection of this thread holds a transaction (milliseconds). */
 const SYNC_BUSY_RETRY_WAIT_MS = 3;
+
+/**
+ * The better-sqlite3 connections of this thread that the library has seen (initDb, its calls):
+ * a transaction open on one of them, on the same file, may hold the write lock another one waits
+ * for. (Module state is per thread: worker threads have their own.)
+ */
+const connectionsInThisThread = new Set<WeakRef<BetterSqliteDatabase>>();
+const registered = new WeakSet<BetterSqliteDatabase>();
+
+/** Remembers the DataSource's better-sqlite3 connection as one of this thread's (see {@link connectionsInThisThread}). */
+export function registerSqliteConnection(dataSource: DataSource): void {
+  const db = betterSqlite(dataSource);
+  if (db) remember(db);
+}
+
+function remember(db: BetterSqliteDatabase): void {
+  if (registered.has(db)) return;
+  registered.add(db);
+  connectionsInThisThread.add(new WeakRef(db));
+}
+
+/** Whether another connection of this thread to the same file has a transaction open. */
+function transactionElsewhereInThisThread(db: BetterSqliteDatabase): boolean {
+  for (const ref of connectionsInThisThread) {
+    const other = ref.deref();
+    if (!other || !other.open) {
+      connectionsInThisThread.delete(ref);
+      continue;
+    }
+    if (other !== db && other.inTransaction && other.name === db.name) return true;
+  }
+  return false;
+}
+
+/** How long the next attempt of a step on `db` may wait for the write lock inside SQLite. */
+function syncBusyWait(db: BetterSqliteDatabase): number {
+  return transactionElsewhereInThisThread(db) ? SYNC_BUSY_RETRY_WAIT_MS : SYNC_BUSY_WAIT_MS;
+}
 
 /**
  * Wait before retry `attempt` of a busy database: 1 to 5 ms, jittered, never growing further.
@@ -250,18 +291,19 @@ export function runSyncStep<T>(dataSource: DataSource, work: (step: SyncStep) =>
   } catch (error) {
     return Promise.reject(error);
   }
+  remember(db);
   const log = loggerOf(dataSource);
   // The common case at once, in this turn: no transaction open, the write lock free (or freed
-  // within the first wait). No await before it, so nothing can open a transaction in between.
+  // within the wait). No await before it, so nothing can open a transaction in between.
   if (!transactionOpen(dataSource)) {
     try {
-      return Promise.resolve(runSynchronously(db, work, options.transaction, log, SYNC_BUSY_WAIT_MS));
+      return Promise.resolve(runSynchronously(db, work, options.transaction, log, syncBusyWait(db)));
     } catch (error) {
       if (!isBusy(error)) return Promise.reject(error);
     }
   }
   const waitMs = options.waitMs ?? DEFAULT_SQLITE_WAIT_MS;
-  return retryWhileBusy(waitMs, () => whenNoTransaction(dataSource, waitMs, () => runSynchronously(db, work, options.transaction, log, SYNC_BUSY_RETRY_WAIT_MS)));
+  return retryWhileBusy(waitMs, () => whenNoTransaction(dataSource, waitMs, () => runSynchronously(db, work, options.transaction, log, syncBusyWait(db))));
 }
 
 /**
@@ -432,6 +474,7 @@ export async function ownSqliteTransaction<T>(
   waitMs: number = DEFAULT_SQLITE_WAIT_MS,
 ): Promise<T> {
   refuseInsideTransactionScope(dataSource);
+  registerSqliteConnection(dataSource);
   const runner = sharedRunner(dataSource);
   // startTransaction marks the runner active before its first await: nobody can open another.
   await whenNoTransaction(dataSource, waitMs, () => runner.startTransaction());
