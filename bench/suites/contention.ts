@@ -94,6 +94,9 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
         for (let rep = 0; rep < sizes.reps; rep++) {
           for (const mode of ['library', 'baseline'] as const) {
             await Promise.all(candidates.map((c) => c.send({ type: 'open', mode })));
+            // The first candidate leads at the start of every run, whatever the slow start of many
+            // workers on a loaded machine took (untimed; a lapsed lease is taken again).
+            await election.elect(leader, { ns: namespaces[mode] });
             const measureFrom = Date.now() + 100 + sizes.warmupMs;
             const until = measureFrom + sizes.durationMs;
             const reports = await Promise.all(candidates.map((c) => c.send<ContentionRunReport>({ type: 'run', ns: namespaces[mode], measureFrom, until })));
