@@ -201,6 +201,15 @@ function busyBackoff(attempt: number): number {
   return 1 + Math.random() * Math.min(4, 1 + attempt);
 }
 
+/**
+ * sqlite3: jittered wait before retry `attempt` of a busy database, 5 ms doubling to 250 ms. Its
+ * attempts are not cheap: a failed one still runs its queued statements one by one (see
+ * `queueSerialized`), so retrying as often as on better-sqlite3 would crowd the connection.
+ */
+function queuedBusyBackoff(attempt: number): number {
+  return Math.min(250, 5 * 2 ** attempt) * (0.5 + Math.random());
+}
+
 export interface ProgramOptions {
   /** Run the statements in one BEGIN IMMEDIATE … COMMIT (false: reads that change nothing). */
   readonly transaction: boolean;
@@ -263,14 +272,14 @@ function loggerOf(dataSource: DataSource): Log {
  * Retries `attempt` while it fails because another connection holds the write lock (it ends by
  * itself: wait without blocking), up to `waitMs` since the first attempt.
  */
-async function retryWhileBusy<T>(waitMs: number, attempt: () => Promise<T>): Promise<T> {
+async function retryWhileBusy<T>(waitMs: number, attempt: () => Promise<T>, backoff: (attempt: number) => number = busyBackoff): Promise<T> {
   const since = Date.now();
   for (let tries = 0; ; tries++) {
     try {
       return await attempt();
     } catch (error) {
       if (!isBusy(error) || Date.now() - since >= waitMs) throw error;
-      await sleep(busyBackoff(tries));
+      await sleep(backoff(tries));
     }
   }
 }
@@ -328,7 +337,7 @@ export async function runProgram(
   return retryWhileBusy(waitMs, async () => {
     const busyTimeout = await readBusyTimeout(sqlite3);
     return await (await whenNoTransaction(dataSource, waitMs, () => queueSerialized(sqlite3, rendered, options.transaction, busyTimeout, log)));
-  });
+  }, queuedBusyBackoff);
 }
 
 interface Log {
