@@ -8,7 +8,7 @@
  * correctness only — no errors, exactly one leader, no overlapping leaderships — and asserts no
  * timings (this machine is shared and noisy). Exit code 1 on any correctness failure.
  *
- * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover
+ * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover,peer
  * · --out <dir> (default bench/results for a full run; a smoke run writes files only with --out).
  */
 import 'reflect-metadata';
@@ -26,9 +26,10 @@ import { ContentionSizes, runContention } from './suites/contention';
 import { FailoverSizes, runFailover } from './suites/failover';
 import { HotPathSizes, runHotPath } from './suites/hot-path';
 import { LoadSizes, runLoad } from './suites/load';
+import { PeerMissingError, PeerSizes, runPeer } from './suites/peer';
 import { runScale, ScaleSizes } from './suites/scale';
 
-const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover'] as const;
+const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover', 'peer'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Sizes {
@@ -37,6 +38,7 @@ interface Sizes {
   scale: ScaleSizes;
   contention: ContentionSizes;
   failover: FailoverSizes;
+  peer: PeerSizes;
 }
 
 const FULL: Sizes = {
@@ -45,6 +47,8 @@ const FULL: Sizes = {
   scale: { namespaces: [10, 1000, 10000], candidatesPerNamespace: 3, warmup: 100, calls: 500, reps: 5, listCandidates: 10000, listCalls: 10 },
   contention: { concurrency: [1, 8, 64], warmupMs: 500, durationMs: 2000, reps: 5 },
   failover: { trials: 20, candidates: 3, expireSeconds: 2, intervalMs: 500 },
+  // The peer's lease is 15 s whatever it is told (see suites/peer.ts): every implementation gets 15 s.
+  peer: { warmup: 100, calls: 500, reps: 3, trials: 3, candidates: 3, expireSeconds: 15, intervalMs: 5000 },
 };
 
 const SMOKE: Sizes = {
@@ -53,6 +57,7 @@ const SMOKE: Sizes = {
   scale: { namespaces: [10, 100], candidatesPerNamespace: 3, warmup: 2, calls: 10, reps: 1, listCandidates: 100, listCalls: 1 },
   contention: { concurrency: [1, 4], warmupMs: 50, durationMs: 250, reps: 1 },
   failover: { trials: 1, candidates: 2, expireSeconds: 1, intervalMs: 300 },
+  peer: { warmup: 3, calls: 10, reps: 1, trials: 1, candidates: 2, expireSeconds: 15, intervalMs: 5000 },
 };
 
 function parseList<T extends string>(value: string, allowed: readonly T[], name: string): T[] {
@@ -88,12 +93,12 @@ async function main(): Promise<void> {
   const opts = new Command()
     .option('--smoke', 'tiny sizes; correctness checks only')
     .option('--db <kinds>', 'databases', ALL_KINDS.join(','))
-    .option('--only <suites>', 'suites', SUITES.join(','))
+    .option('--only <suites>', 'suites (default: all; a smoke run leaves out the peer, whose 15 s lease only slows it)')
     .option('--out <dir>', 'where to write results')
     .parse()
-    .opts<{ smoke?: boolean; db: string; only: string; out?: string }>();
+    .opts<{ smoke?: boolean; db: string; only?: string; out?: string }>();
   const kinds = parseList<BenchKind>(opts.db, ALL_KINDS, 'db');
-  const suites = parseList<Suite>(opts.only, SUITES, 'only');
+  const suites = parseList<Suite>(opts.only ?? SUITES.filter((suite) => !(opts.smoke && suite === 'peer')).join(','), SUITES, 'only');
   const smoke = Boolean(opts.smoke);
   const sizes = smoke ? SMOKE : FULL;
   const out = opts.out ?? (smoke ? undefined : path.resolve(__dirname, '..', '..', 'bench', 'results'));
@@ -126,6 +131,17 @@ async function main(): Promise<void> {
       await attempt('scale', async () => void (r.scale = await runScale(kind, sizes.scale, log)));
       await attempt('contention', async () => void (r.contention = await runContention(db.target, sizes.contention, log)));
       await attempt('failover', async () => void (r.failover = await runFailover(db.target, sizes.failover, log)));
+      // Side by side with the peer package: PostgreSQL only (it supports nothing else).
+      if (kind === 'postgres') {
+        await attempt('peer', async () => {
+          try {
+            r.peer = await runPeer(db.target, sizes.peer, log);
+          } catch (error) {
+            if (!(error instanceof PeerMissingError)) throw error;
+            (r.skipped ??= {}).peer = error.message;
+          }
+        });
+      }
     } finally {
       await db.drop().catch((error: Error) => log(`  could not drop the benchmark database: ${error.message}`));
     }

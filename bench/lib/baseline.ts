@@ -3,7 +3,8 @@
  * caller's candidate row and renew-or-acquire the lease by the database clock — through the same
  * driver the library uses, with no ORM, in as few statements as the database allows:
  *
- * - PostgreSQL: ONE statement (two data-modifying CTEs, the leader row locked by its upsert).
+ * - PostgreSQL: ONE statement (two data-modifying CTEs, the leader row locked by its upsert) on a
+ *   raw `pg` Client, sent as a NAMED prepared statement (parsed and planned once per connection).
  * - MariaDB: ONE multi-table UPDATE (both rows must exist: the benchmark creates them first). It
  *   cannot return the leader (MariaDB has no UPDATE … RETURNING), so it does slightly less than
  *   `elect`: a bound in the baseline's favour.
@@ -132,7 +133,7 @@ async function openPostgres(url: string): Promise<RawClient> {
   await client.connect();
   return {
     async elect(ns, id, expireSeconds) {
-      await client.query(PG_ELECT, [ns, id, expireSeconds]);
+      await client.query({ name: 'baseline_elect', text: PG_ELECT, values: [ns, id, expireSeconds] });
     },
     async expireLease(ns) {
       await client.query(`UPDATE ${LEADER_TABLE} SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE ns = $1`, [ns]);
@@ -147,7 +148,7 @@ async function openPostgres(url: string): Promise<RawClient> {
     },
     storedFunction: {
       async tryBecomeLeader(service, id, timeoutSeconds) {
-        const { rows } = await client.query('SELECT try_become_leader($1, $2, $3) AS ok', [service, id, timeoutSeconds]);
+        const { rows } = await client.query({ name: 'try_become_leader', text: 'SELECT try_become_leader($1, $2, $3) AS ok', values: [service, id, timeoutSeconds] });
         return rows[0]?.ok === true;
       },
       async expire(service) {

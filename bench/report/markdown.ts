@@ -2,6 +2,7 @@
 import type { BenchKind } from '../lib/databases';
 import type { RepeatedResult } from '../lib/measure';
 import { SCENARIOS } from '../suites/hot-path';
+import { PEER_IMPLEMENTATIONS } from '../suites/peer';
 import type { BenchReport, DatabaseResults } from './types';
 
 const LABEL: Record<BenchKind, string> = { postgres: 'PostgreSQL', mariadb: 'MariaDB', sqlite: 'SQLite file' };
@@ -168,6 +169,46 @@ export function renderMarkdown(report: BenchReport): string {
         }),
       ),
     );
+  }
+
+  const peer = each(report).filter(([, r]) => r.peer);
+  if (peer.length) {
+    const p = peer[0]![1].peer!;
+    const { sizes } = p;
+    out.push(
+      `### Side by side on PostgreSQL: this library, nest-leader-election ${p.peerVersion}, a classic single-table lease function in PL/pgSQL\n\n` +
+        `Same run, equal settings: lease ${sizes.expireSeconds} s (the peer's statement always writes a 15 s lease), tick ${sizes.intervalMs} ms. ` +
+        `Renewal: the leader's renewing call back to back on one connection, ${sizes.reps} × ${sizes.calls} calls after ${sizes.warmup} warm-up calls, interleaved in chunks of 100; ` +
+        `throughput median over repetitions, latency p50 / p99 in ms. Failover: ${sizes.candidates} processes per implementation running its own loop, ` +
+        `${sizes.trials} trials each; crash = SIGKILL of the leader → another leads; graceful = stop / release → another leads (the PL/pgSQL function has no release). ` +
+        'Ratios library ÷ other: renewal throughput (higher is better for the library), failover medians (lower is better for the library). See bench/suites/peer.ts.',
+    );
+    const label = { library: 'this library', peer: 'nest-leader-election', plpgsql: 'PL/pgSQL function' } as const;
+    const s = (v: number) => (Number.isFinite(v) ? (v / 1000).toFixed(2) : '–');
+    const failures = (f: { trials: number[]; failed: number } | null) => (f ? `${f.trials.length} ok / ${f.failed} failed` : '–');
+    out.push(
+      table(
+        ['implementation', 'renewals /s', 'renewal p50 / p99', 'library ÷ it (renewal /s)', 'crash failover median (s)', 'crash max (s)', 'library ÷ it (crash)', 'graceful hand-over median (s)', 'library ÷ it (graceful)', 'trials'],
+        PEER_IMPLEMENTATIONS.map((implementation) => {
+          const crash = p.crash[implementation];
+          const graceful = p.graceful[implementation];
+          const other = implementation === 'library' ? undefined : implementation;
+          return [
+            label[implementation],
+            n(p.renewal[implementation].throughput),
+            lat(p.renewal[implementation]),
+            other ? `**${x(p.renewalRatio[other])}**` : '–',
+            s(crash.median),
+            s(crash.max),
+            other ? `**${x(p.crashRatio[other])}**` : '–',
+            graceful ? (graceful.median < 1000 ? `${ms(graceful.median)} ms` : `${s(graceful.median)} s`) : '–',
+            other === 'peer' ? `**${x(p.gracefulRatio.peer)}**` : '–',
+            `crash ${failures(crash)}; graceful ${failures(graceful)}`,
+          ];
+        }),
+      ),
+    );
+    if (p.errors.length) out.push(`Errors reported by the processes: ${p.errors.slice(0, 5).join('; ')}`);
   }
 
   const skipped = each(report).flatMap(([kind, r]) => Object.entries(r.skipped ?? {}).map(([suite, why]) => `- ${LABEL[kind]} ${suite}: ${why}`));

@@ -3,6 +3,7 @@ import type { ContentionPoint } from '../suites/contention';
 import type { FailoverResult } from '../suites/failover';
 import type { HotPathResult } from '../suites/hot-path';
 import type { LoadResult } from '../suites/load';
+import type { PeerResult } from '../suites/peer';
 import type { ScaleResult } from '../suites/scale';
 
 export interface DatabaseResults {
@@ -12,6 +13,8 @@ export interface DatabaseResults {
   scale?: ScaleResult;
   load?: LoadResult;
   failover?: FailoverResult;
+  /** PostgreSQL: side by side with the peer package and a PL/pgSQL lease function. */
+  peer?: PeerResult;
   /** A suite that could not run, and why. */
   skipped?: Record<string, string>;
 }

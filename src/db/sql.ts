@@ -4,6 +4,7 @@
  * expressions the library owns, never input). `test/security/` checks that every query
  * this package sends is built here.
  */
+import { createHash } from 'crypto';
 
 /** A statement ready for `EntityManager.query`: driver-specific placeholders and their values. */
 export interface Sql {
@@ -34,6 +35,32 @@ export function sql(strings: TemplateStringsArray, ...parts: unknown[]): SqlFrag
   return new SqlFragment([...strings], parts);
 }
 
+/**
+ * A value left open in a statement that is rendered once and bound per call ({@link prepare},
+ * {@link bind}): it renders as a placeholder like any value, and `bind` fills it from its key.
+ */
+export class Slot {
+  constructor(readonly key: string) {}
+}
+
+/** A {@link Slot} for the per-call value `key`. */
+export function slot(key: string): Slot {
+  return new Slot(key);
+}
+
+/** A statement rendered once: its text, a name derived from the text, and its values (some of them {@link Slot}s). */
+export interface PreparedSql {
+  /** `<prefix>_<16 hex digits of the text's SHA-1>`: the same text always has the same name. */
+  readonly name: string;
+  readonly text: string;
+  readonly slots: readonly unknown[];
+}
+
+/** A bound {@link PreparedSql}: what one call sends. */
+export interface BoundSql extends Sql {
+  readonly name: string;
+}
+
 /** `$1, $2, …` for PostgreSQL; `?` for MySQL/MariaDB and SQLite. */
 export type PlaceholderStyle = 'dollar' | 'question';
 
@@ -55,4 +82,26 @@ export function render(fragment: SqlFragment, style: PlaceholderStyle): Sql {
   };
   const text = walk(fragment);
   return Object.freeze({ text, values: Object.freeze(values) });
+}
+
+/**
+ * Renders a fragment whose per-call values are {@link Slot}s, once; {@link bind} then makes each
+ * call's statement without walking the fragment again. The name (for a named prepared statement)
+ * is derived from the text, so two texts never share one.
+ */
+export function prepare(fragment: SqlFragment, style: PlaceholderStyle, prefix: string): PreparedSql {
+  const { text, values } = render(fragment, style);
+  const name = `${prefix}_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+  return Object.freeze({ name, text, slots: values });
+}
+
+/** The statement of one call: the prepared text, its slots filled from `args` by key. */
+export function bind(prepared: PreparedSql, args: Readonly<Record<string, unknown>>): BoundSql & { values: unknown[] } {
+  const { slots } = prepared;
+  const values = new Array<unknown>(slots.length);
+  for (let i = 0; i < slots.length; i++) {
+    const value = slots[i];
+    values[i] = value instanceof Slot ? args[value.key] : value;
+  }
+  return { name: prepared.name, text: prepared.text, values };
 }

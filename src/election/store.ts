@@ -1,8 +1,8 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../db/context';
 import { sqlBool } from '../db/dialect';
-import { execute } from '../db/session';
-import { raw, RawSql, sql, SqlFragment } from '../db/sql';
+import { execute, executeBound } from '../db/session';
+import { prepare, PreparedSql, raw, RawSql, slot, sql, SqlFragment } from '../db/sql';
 import { ElectionLeader } from '../../entities/ElectionLeader';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
 import { CandidateFields, CandidateMetadata, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY, parseMetadata } from './validate';
@@ -219,6 +219,77 @@ VALUES (${ns}, ${candidateId}, ${d.now}, ${d.nowPlus(expireSeconds)}${values})
 ${d.upsert(['ns', 'candidate_id'], updated)}`;
   }
 
+  /**
+   * PostgreSQL: the text of {@link electInOneStatement}, rendered once per combination of the
+   * candidate options a call gives (which columns the candidate upsert writes) and kept: a call
+   * only binds its values (`ns`, `id`, `expire`, and the options). The same text on every call
+   * is also what lets it run as a named prepared statement (planned once per connection).
+   */
+  const electStatements = new Map<number, PreparedSql>();
+  function electStatement(fields: CandidateFields): PreparedSql {
+    const key = (fields.metadataJson !== undefined ? 1 : 0) | (fields.priority !== undefined ? 2 : 0) | (fields.eligible !== undefined ? 4 : 0);
+    let prepared = electStatements.get(key);
+    if (prepared) return prepared;
+    const names = fieldColumns(fields).names;
+    const columns = raw(names.map((name) => `, ${name}`).join(''));
+    let values = sql``;
+    for (const name of names) values = sql`${values}, ${slot(name)}`;
+    const updated = raw(names.map((name) => `, ${name} = EXCLUDED.${name}`).join(''));
+    const ns = sql`CAST(${slot('ns')} AS varchar)`;
+    const me = sql`CAST(${slot('id')} AS varchar)`;
+    const later = sql`(clock_timestamp() + make_interval(secs => ${slot('expire')}))`;
+    prepared = prepare(
+      sql`WITH locked AS (
+  SELECT ns, leader_id, term, lease_expires_at FROM ${leaders} WHERE ns = ${ns} FOR UPDATE
+), standing AS (
+  SELECT COALESCE(bool_or(candidate_id = ${me}), false) AS registered,
+    COALESCE(CAST(${slot('eligible')} AS boolean), bool_or(eligible) FILTER (WHERE candidate_id = ${me}), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
+    COALESCE(CAST(${slot('priority')} AS integer), max(priority) FILTER (WHERE candidate_id = ${me}), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
+    max(priority) FILTER (WHERE candidate_id <> ${me} AND eligible AND expires_at > clock_timestamp()) AS rival_priority
+  FROM ${candidates} WHERE ns = ${ns}
+), seen AS (
+  SELECT ns, leader_id, term, lease_expires_at, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
+), ranked AS (
+  SELECT seen.*, (seen.live AND seen.leader_id = ${me}) AS renewing, standing.eligible, standing.registered,
+    COALESCE(standing.rival_priority > standing.priority, false) AS outranked
+  FROM seen, standing
+), decided AS (
+  SELECT ns, leader_id, term, lease_expires_at, live, renewing, registered, (renewing OR (NOT live AND eligible AND NOT outranked)) AS takes,
+    (renewing AND (NOT eligible OR outranked)) AS hand_over
+  FROM ranked
+), lease AS (
+  UPDATE ${leaders} AS l
+  SET leader_id = ${me}, term = CASE WHEN decided.renewing THEN decided.term ELSE decided.term + 1 END,
+    lease_expires_at = ${later}, updated_at = clock_timestamp()
+  FROM decided WHERE l.ns = decided.ns AND decided.takes
+  RETURNING l.ns, l.leader_id, l.term
+), touch AS (
+  INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
+  SELECT ns, ${me}, clock_timestamp(), ${later}${values} FROM decided
+  ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at${updated}
+), closed AS (
+  UPDATE ${history} AS h SET ended_at = decided.lease_expires_at, end_reason = CAST(${'expired'} AS varchar)
+  FROM decided WHERE decided.takes AND NOT decided.renewing AND decided.leader_id IS NOT NULL
+    AND h.ns = decided.ns AND h.term = decided.term AND h.ended_at IS NULL
+), opened AS (
+  INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
+  SELECT lease.ns, lease.term, lease.leader_id, clock_timestamp(), NULL, NULL FROM lease, decided WHERE NOT decided.renewing
+  ON CONFLICT (ns, term) DO UPDATE SET leader_id = EXCLUDED.leader_id, acquired_at = EXCLUDED.acquired_at, ended_at = NULL, end_reason = NULL
+), announced AS (
+  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
+    'ns', lease.ns, 'leaderId', lease.leader_id, 'term', lease.term)::text)
+  FROM lease, decided WHERE NOT decided.renewing
+)
+SELECT decided.leader_id, decided.term, decided.live, decided.renewing, decided.takes, decided.hand_over, decided.registered,
+  lease.term AS new_term, (SELECT count(*) FROM announced) AS announced, ${d.instant(d.now.text)} AS db_now
+FROM decided LEFT JOIN lease ON true`,
+      d.placeholders,
+      'gemstone_elect',
+    );
+    electStatements.set(key, prepared);
+    return prepared;
+  }
+
   return {
     /** A leader row as read by `selectLeader` (also by the SQLite programs). */
     toRow,
@@ -374,7 +445,7 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
      * - `live` is judged by `clock_timestamp()` in `seen`, evaluated above the lock, so after
      *   waiting for the lock it is the clock of that moment, not of the statement's start.
      * - `standing` reads the caller's stored priority and eligibility and the highest priority
-     *   of the other live eligible candidates (plain reads of the statement's snapshot); with
+     *   of the other live eligible candidates in one aggregate (plain reads of the statement's snapshot); with
      *   the options given, `decided` applies {@link decide}'s rule. This is what keeps priority
      *   free for renewals: no extra round trip, one index range of the namespace's candidates.
      * - Under READ COMMITTED the locked read returns the newest committed row, and the UPDATE
@@ -389,71 +460,24 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
       d.name !== 'postgres'
         ? undefined
         : async (m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<ElectDecision | undefined> => {
-            const me = sql`CAST(${candidateId} AS varchar)`;
-            const { columns, values } = fieldInsert(fields);
-            const updated = fieldColumns(fields)
-              .names.map((name) => `, ${name} = EXCLUDED.${name}`)
-              .join('');
-            const [row] = await execute(
-              context,
-              m,
-              sql`WITH locked AS (
-  SELECT ns, leader_id, term, lease_expires_at FROM ${leaders} WHERE ns = CAST(${ns} AS varchar) FOR UPDATE
-), mine AS (
-  SELECT priority, eligible FROM ${candidates} WHERE ns = CAST(${ns} AS varchar) AND candidate_id = ${me}
-), standing AS (
-  SELECT EXISTS (SELECT 1 FROM mine) AS registered,
-    COALESCE(CAST(${bool(fields.eligible)} AS boolean), (SELECT eligible FROM mine), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
-    COALESCE(CAST(${fields.priority ?? null} AS integer), (SELECT priority FROM mine), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
-    (SELECT max(priority) FROM ${candidates} WHERE ns = CAST(${ns} AS varchar) AND candidate_id <> ${me} AND eligible
-      AND expires_at > clock_timestamp()) AS rival_priority
-), seen AS (
-  SELECT ns, leader_id, term, lease_expires_at, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
-), ranked AS (
-  SELECT seen.*, (seen.live AND seen.leader_id = ${me}) AS renewing, standing.eligible, standing.registered,
-    COALESCE(standing.rival_priority > standing.priority, false) AS outranked
-  FROM seen, standing
-), decided AS (
-  SELECT ns, leader_id, term, lease_expires_at, live, renewing, registered, (renewing OR (NOT live AND eligible AND NOT outranked)) AS takes,
-    (renewing AND (NOT eligible OR outranked)) AS hand_over
-  FROM ranked
-), lease AS (
-  UPDATE ${leaders} AS l
-  SET leader_id = ${me}, term = CASE WHEN decided.renewing THEN decided.term ELSE decided.term + 1 END,
-    lease_expires_at = ${d.nowPlus(expireSeconds)}, updated_at = clock_timestamp()
-  FROM decided WHERE l.ns = decided.ns AND decided.takes
-  RETURNING l.ns, l.leader_id, l.term
-), touch AS (
-  INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
-  SELECT ns, ${me}, clock_timestamp(), ${d.nowPlus(expireSeconds)}${values} FROM decided
-  ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at${raw(updated)}
-), closed AS (
-  UPDATE ${history} AS h SET ended_at = decided.lease_expires_at, end_reason = CAST(${'expired'} AS varchar)
-  FROM decided WHERE decided.takes AND NOT decided.renewing AND decided.leader_id IS NOT NULL
-    AND h.ns = decided.ns AND h.term = decided.term AND h.ended_at IS NULL
-), opened AS (
-  INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
-  SELECT lease.ns, lease.term, lease.leader_id, clock_timestamp(), NULL, NULL FROM lease, decided WHERE NOT decided.renewing
-  ON CONFLICT (ns, term) DO UPDATE SET leader_id = EXCLUDED.leader_id, acquired_at = EXCLUDED.acquired_at, ended_at = NULL, end_reason = NULL
-), announced AS (
-  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
-    'ns', lease.ns, 'leaderId', lease.leader_id, 'term', lease.term)::text)
-  FROM lease, decided WHERE NOT decided.renewing
-)
-SELECT decided.leader_id, decided.term, decided.live, decided.renewing, decided.takes, decided.hand_over, decided.registered,
-  lease.term AS new_term, (SELECT count(*) FROM announced) AS announced, ${d.instant(d.now.text)} AS db_now
-FROM decided LEFT JOIN lease ON true`,
-            );
+            const [row] = await executeBound(context, m, electStatement(fields), {
+              ns,
+              id: candidateId,
+              expire: expireSeconds,
+              metadata: fields.metadataJson,
+              priority: fields.priority ?? null,
+              eligible: bool(fields.eligible),
+            });
             if (!row) return undefined;
-            const takes = sqlBool(row.takes);
-            const live = sqlBool(row.live);
+            const takes = row.takes === true;
+            const live = row.live === true;
             return {
               leaderId: takes ? candidateId : live ? (row.leader_id as string) : null,
               term: Number(takes ? row.new_term : row.term),
               isLeader: takes,
-              acquired: takes && !sqlBool(row.renewing),
-              handOver: sqlBool(row.hand_over),
-              wasRegistered: sqlBool(row.registered),
+              acquired: takes && row.renewing !== true,
+              handOver: row.hand_over === true,
+              wasRegistered: row.registered === true,
               databaseNow: d.parseInstant(row.db_now) as Date,
             };
           },

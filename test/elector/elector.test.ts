@@ -243,8 +243,9 @@ describeEachDatabase('LeaderElector', (db) => {
             logQuery: (q: string) => {
               const text = q.trim();
               // Preludes, not transactions: MySQL sets the own transactions' isolation level just
-              // before START TRANSACTION; PostgreSQL's default isolation is looked up once.
-              if (/^(SET TRANSACTION ISOLATION LEVEL|SHOW transaction_isolation)/i.test(text)) return;
+              // before START TRANSACTION; PostgreSQL's default isolation (and whether the
+              // connection reaches the server directly) is looked up once.
+              if (/^(SET TRANSACTION ISOLATION LEVEL|SHOW transaction_isolation|SELECT current_setting\('transaction_isolation'\))/i.test(text)) return;
               // The LISTEN connection's delivery check: one NOTIFY per connection, not a tick.
               if (/^SELECT pg_notify\(CAST\(\$1 AS text\), CAST\(\$2 AS text\)\)$/.test(text)) return;
               // The loop's candidate and history pruning (its own statements or transactions, not a tick's).

@@ -5,7 +5,9 @@
  * query builder's condition methods. Their text must be one of:
  * - a string literal (no interpolation at all);
  * - for `.query`: a variable destructured from `render(…)` — the `sql` tagged template of
- *   `src/db/sql.ts`, which binds every interpolated value as a parameter;
+ *   `src/db/sql.ts`, which binds every interpolated value as a parameter — or from `bind(…)`
+ *   (a statement `prepare` rendered once the same way, its values filled per call); also as the
+ *   `text` of a pg query config object (`{ name, text, values }`, a named prepared statement);
  * - for `.query`: a template literal whose only interpolations are module-level string constants
  *   that are plain SQL identifiers (e.g. `LISTEN ${NOTIFY_CHANNEL}`: LISTEN takes no parameters);
  * - for `.query`: `q.query` with `q.parameters` of the same object — a `Query` that TypeORM's schema
@@ -55,7 +57,10 @@ export function stringConstants(sources: ReadonlyMap<string, string>): Map<strin
   return constants;
 }
 
-/** Whether every declaration of `name` in the file takes its value from `render(…)`. */
+/** The calls whose result is rendered SQL text (see `src/db/sql.ts`). */
+const RENDERERS = new Set(['render', 'bind']);
+
+/** Whether every declaration of `name` in the file takes its value from `render(…)` or `bind(…)`. */
 function boundToRender(source: ts.SourceFile, name: string): boolean {
   let found = 0;
   let fromRender = 0;
@@ -69,13 +74,22 @@ function boundToRender(source: ts.SourceFile, name: string): boolean {
       if (names.includes(name)) {
         found++;
         const init = node.initializer;
-        if (init && ts.isCallExpression(init) && ts.isIdentifier(init.expression) && init.expression.text === 'render') fromRender++;
+        if (init && ts.isCallExpression(init) && ts.isIdentifier(init.expression) && RENDERERS.has(init.expression.text)) fromRender++;
       }
     }
     ts.forEachChild(node, visit);
   };
   visit(source);
   return found > 0 && found === fromRender;
+}
+
+/** `{ name, text, values }` (a pg query config) whose `text` is a variable bound to `render`/`bind`. */
+function isRenderedConfig(source: ts.SourceFile, node: ts.Expression): boolean {
+  if (!ts.isObjectLiteralExpression(node)) return false;
+  const text = node.properties.find((p) => p.name !== undefined && ts.isIdentifier(p.name) && p.name.text === 'text');
+  if (!text) return false;
+  const value = ts.isShorthandPropertyAssignment(text) ? text.name : ts.isPropertyAssignment(text) ? text.initializer : undefined;
+  return value !== undefined && ts.isIdentifier(value) && boundToRender(source, value.text);
 }
 
 function isPlainString(node: ts.Expression): boolean {
@@ -129,6 +143,7 @@ export function scanSqlSource(file: string, text: string, constants: ReadonlyMap
         const ok =
           isPlainString(first) ||
           (ts.isIdentifier(first) && boundToRender(source, first.text)) ||
+          isRenderedConfig(source, first) ||
           isSchemaBuilderQuery(node) ||
           (ts.isTemplateExpression(first) &&
             first.templateSpans.every((span) => {

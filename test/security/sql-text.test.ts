@@ -43,6 +43,8 @@ describe('no SQL text built from values', () => {
     ['a query-builder condition from a variable', 'qb.andWhere(condition, {})'],
     ['a concatenated orWhere', "qb.orWhere('x = ' + x)"],
     ['a hand-made SqlFragment', 'execute(context, m, new SqlFragment([userText], []))'],
+    ['a query config whose text is built by hand', "const text = `SELECT ${ns}`; client.query({ name: 'x', text, values: [] })"],
+    ['a query config with an inline text', "client.query({ name: 'x', text: 'SELECT ' + ns, values: [] })"],
   ])('catches %s', (_label, code) => {
     expect(check(code)).toHaveLength(1);
   });
@@ -52,6 +54,7 @@ describe('no SQL text built from values', () => {
     ['LISTEN on an identifier constant', 'client.query(`LISTEN ${CHANNEL}`)'],
     ['a parameterized condition', "qb.where('l.ns = :ns', { ns })"],
     ['Brackets', "qb.where(new Brackets((b) => b.where('a = :a', { a })))"],
+    ['a named statement bound from a prepared one', 'async function run(c, p, a) { const { name, text, values } = bind(p, a); return c.query({ name, text, values }); }'],
   ])('allows %s', (_label, code) => {
     expect(check(code)).toEqual([]);
   });
