@@ -2,14 +2,15 @@
  * `npm run bench`: every benchmark on every database (PostgreSQL, MariaDB, SQLite file) in ONE
  * run, in dedicated databases created for the run and dropped after it. Writes
  * `bench/results/latest.json`, `latest.md` (the tables docs/benchmarks.md quotes) and
- * `latency-vs-concurrency.svg`.
+ * `latency-vs-concurrency.svg` and `group-tick-vs-namespaces.svg`.
  *
  * `npm run bench:smoke`: the same code at tiny sizes (well under a minute). It checks
  * correctness only — no errors, exactly one leader, no overlapping leaderships — and asserts no
  * timings (this machine is shared and noisy). Exit code 1 on any correctness failure.
  *
- * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover,peer
- * · --out <dir> (default bench/results for a full run; a smoke run writes files only with --out).
+ * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover,peer,group
+ * · --out <dir> (default bench/results for a full run; a smoke run writes files only with --out)
+ * · --group-namespaces 1,100 (the group suite's namespace counts instead of the run's sizes).
  */
 import 'reflect-metadata';
 import * as fs from 'fs';
@@ -18,18 +19,19 @@ import * as path from 'path';
 import { Command } from 'commander';
 import { ALL_KINDS, BenchDatabase, BenchKind } from './lib/databases';
 import { openLibrary } from './lib/library';
-import { renderChart } from './report/chart';
+import { renderChart, renderGroupChart } from './report/chart';
 import { renderMarkdown } from './report/markdown';
 import { correctnessFailures, evaluateTargets } from './report/targets';
 import type { BenchReport, DatabaseResults } from './report/types';
 import { ContentionSizes, runContention } from './suites/contention';
 import { FailoverSizes, runFailover } from './suites/failover';
+import { GroupSizes, runGroup } from './suites/group';
 import { HotPathSizes, runHotPath } from './suites/hot-path';
 import { LoadSizes, runLoad } from './suites/load';
 import { PeerMissingError, PeerSizes, runPeer } from './suites/peer';
 import { runScale, ScaleSizes } from './suites/scale';
 
-const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover', 'peer'] as const;
+const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover', 'peer', 'group'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Sizes {
@@ -38,6 +40,7 @@ interface Sizes {
   scale: ScaleSizes;
   contention: ContentionSizes;
   failover: FailoverSizes;
+  group: GroupSizes;
   peer: PeerSizes;
 }
 
@@ -47,6 +50,9 @@ const FULL: Sizes = {
   scale: { namespaces: [10, 1000, 10000], candidatesPerNamespace: 3, warmup: 100, calls: 500, reps: 5, listCandidates: 10000, listCalls: 10 },
   contention: { concurrency: [1, 8, 64], warmupMs: 500, durationMs: 2000, reps: 5 },
   failover: { trials: 20, candidates: 3, expireSeconds: 2, intervalMs: 500 },
+  // Lease 2 s, tick 500 ms: short enough that a crash settles in ~3 s, so the suite takes about a
+  // minute per database (docs/benchmarks.md).
+  group: { namespaces: [1, 100, 1000, 10000], processes: 3, expireSeconds: 2, intervalMs: 500, measureTicks: 8, balanceNamespaces: 1000 },
   // The peer's lease is 15 s whatever it is told (see suites/peer.ts): every implementation gets 15 s.
   peer: { warmup: 100, calls: 500, reps: 3, trials: 3, candidates: 3, expireSeconds: 15, intervalMs: 5000 },
 };
@@ -57,6 +63,8 @@ const SMOKE: Sizes = {
   scale: { namespaces: [10, 100], candidatesPerNamespace: 3, warmup: 2, calls: 10, reps: 1, listCandidates: 100, listCalls: 1 },
   contention: { concurrency: [1, 4], warmupMs: 50, durationMs: 250, reps: 1 },
   failover: { trials: 1, candidates: 2, expireSeconds: 1, intervalMs: 300 },
+  // Only the balance run: three processes, a join, a death (every lease re-acquired), counted ticks.
+  group: { namespaces: [], processes: 3, expireSeconds: 1, intervalMs: 300, measureTicks: 2, balanceNamespaces: 30, quietTicks: 2 },
   peer: { warmup: 3, calls: 10, reps: 1, trials: 1, candidates: 2, expireSeconds: 15, intervalMs: 5000 },
 };
 
@@ -95,12 +103,19 @@ async function main(): Promise<void> {
     .option('--db <kinds>', 'databases', ALL_KINDS.join(','))
     .option('--only <suites>', 'suites (default: all; a smoke run leaves out the peer, whose 15 s lease only slows it)')
     .option('--out <dir>', 'where to write results')
+    .option('--group-namespaces <counts>', 'group suite: these namespace counts (comma-separated) instead of the run\'s')
     .parse()
-    .opts<{ smoke?: boolean; db: string; only?: string; out?: string }>();
+    .opts<{ smoke?: boolean; db: string; only?: string; out?: string; groupNamespaces?: string }>();
   const kinds = parseList<BenchKind>(opts.db, ALL_KINDS, 'db');
   const suites = parseList<Suite>(opts.only ?? SUITES.filter((suite) => !(opts.smoke && suite === 'peer')).join(','), SUITES, 'only');
   const smoke = Boolean(opts.smoke);
-  const sizes = smoke ? SMOKE : FULL;
+  const base = smoke ? SMOKE : FULL;
+  const groupNamespaces = opts.groupNamespaces?.split(',').map((v) => {
+    const count = Number(v.trim());
+    if (!Number.isInteger(count) || count < 1) throw new Error(`--group-namespaces: not a positive integer: ${JSON.stringify(v)}`);
+    return count;
+  });
+  const sizes: Sizes = groupNamespaces ? { ...base, group: { ...base.group, namespaces: groupNamespaces } } : base;
   const out = opts.out ?? (smoke ? undefined : path.resolve(__dirname, '..', '..', 'bench', 'results'));
   const started = Date.now();
   const log = (line: string) => console.log(line);
@@ -142,6 +157,7 @@ async function main(): Promise<void> {
           }
         });
       }
+      await attempt('group', async () => void (r.group = await runGroup(db.target, sizes.group, log)));
     } finally {
       await db.drop().catch((error: Error) => log(`  could not drop the benchmark database: ${error.message}`));
     }
@@ -173,6 +189,7 @@ async function main(): Promise<void> {
     fs.writeFileSync(path.join(out, 'latest.json'), JSON.stringify(report, null, 1) + '\n');
     fs.writeFileSync(path.join(out, 'latest.md'), markdown);
     if (Object.values(results).some((r) => r?.contention?.length)) fs.writeFileSync(path.join(out, 'latency-vs-concurrency.svg'), renderChart(report));
+    if (Object.values(results).some((r) => r?.group?.points.length)) fs.writeFileSync(path.join(out, 'group-tick-vs-namespaces.svg'), renderGroupChart(report));
     log(`results written to ${path.relative(process.cwd(), out) || '.'}`);
   }
   if (report.failures.length) {

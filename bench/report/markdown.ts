@@ -171,6 +171,93 @@ export function renderMarkdown(report: BenchReport): string {
     );
   }
 
+  const group = each(report).filter(([, r]) => r.group);
+  if (group.length) {
+    const g0 = group[0]![1].group!;
+    const sizes = g0.sizes;
+    out.push(`### Many leases per process: LeaderElectorGroup, ${sizes.processes} processes, lease ${sizes.expireSeconds} s, tick ${sizes.intervalMs} ms`);
+    if (group.some(([, r]) => r.group!.points.length)) {
+    out.push(
+      
+  `Per N, process 0 starts alone and acquires all N leases, then the others join; ${sizes.measureTicks} ticks of process 0 measured ` +
+        "(the `'tick'` event's duration, ms: the leader renews N leases in its tick, a follower observes N held ones). " +
+        'Transactions per tick per process counted by a TypeORM logger in each worker between two ticks, over every whole tick of every process ' +
+        '(the background pruning of expired rows, at most once a minute and never inside a tick, counted apart). ' +
+        'Crash: process 0 SIGKILLed; from the kill to the last re-acquisition of its leases by the survivors, database clock (history table). ' +
+        `Chart: \`group-tick-vs-namespaces.svg\`.`,
+    );
+    const rows: string[][] = [];
+    for (const [kind, r] of group) {
+      for (const p of r.group!.points) {
+        rows.push([
+          LABEL[kind],
+          n(p.namespaces),
+          `${ms(p.leader.p50)} / ${ms(p.leader.p99)}`,
+          `${ms(p.follower.p50)} / ${ms(p.follower.p99)}`,
+          p.transactionsPerTick.min === p.transactionsPerTick.max ? `**${p.transactionsPerTick.max}**` : `**${p.transactionsPerTick.min}–${p.transactionsPerTick.max}**`,
+          n(p.transactionsPerTick.ticks),
+          `${n(p.reacquired)} / ${n(p.killedLeases)}`,
+          `**${p.reacquireMs === null ? '–' : n(p.reacquireMs)}**`,
+          p.survivorLeases.map(n).join(' / '),
+        ]);
+      }
+    }
+    out.push(
+      table(
+        ['database', 'namespaces', 'leader tick p50 / p99', 'follower tick p50 / p99', 'txns per tick', 'ticks counted', 'crash: re-acquired', 'crash: last re-acquired (ms)', 'survivors hold'],
+        rows,
+      ),
+    );
+    const ratios = group.map(([kind, r]) => `${LABEL[kind]} ${x(r.group!.p50Ratio)}`).join(', ');
+    out.push(`Leader tick p50 at 1,000 ÷ at 1 namespace: ${ratios}. Crash limit (lease + 2 ticks): ${n(g0.reacquireLimitMs)} ms.`);
+      const notes = group.flatMap(([kind, r]) => r.group!.points.flatMap((p) => p.notes.map((note) => `- ${LABEL[kind]}, ${n(p.namespaces)} namespaces: ${note}`)));
+      if (notes.length) out.push(`Notes:\n\n${notes.join('\n')}`);
+    }
+    const balanced = group.filter(([, r]) => r.group!.balance);
+    if (balanced.length) {
+      const b0 = balanced[0]![1].group!.balance!;
+      out.push(
+        `Balance (\`balance: true\`): over ${n(b0.namespaces)} namespaces, the first of ${b0.processes} processes takes every lease, then the others join together; then the first is SIGKILLed. ` +
+          'Settled: from the last join (its `start()` resolved) or the kill to the last leadership change (history table, database clock) before the leader ' +
+          `table showed the even split; changes after: terms begun or ended over the next ${b0.quietTicks} ticks (flapping). ` +
+          'Txns per tick: over the ticks that handed nothing over; hand-over ticks apart — a tick that ended leaderships and the next one, since the ' +
+          'group vacates the leases it gives up in a transaction of its own right after the tick that decided it.',
+      );
+      out.push(
+        table(
+          ['database', 'after last join', 'settled (ms)', 'ticks', 'changes after', 'after a death', 'settled (ms)', 'ticks', 'changes after', 'txns per tick', 'hand-over ticks: max txns'],
+          balanced.map(([kind, r]) => {
+            const b = r.group!.balance!;
+            const ticks = (v: number | null) => (v === null ? '–' : (v / r.group!.sizes.intervalMs).toFixed(1));
+            return [
+              LABEL[kind],
+              b.joinCounts.join(' / '),
+              `**${b.joinSettleMs === null ? '–' : n(b.joinSettleMs)}**`,
+              ticks(b.joinSettleMs),
+              String(b.changesAfterJoinSettle),
+              b.deathCounts.join(' / '),
+              `**${b.deathSettleMs === null ? '–' : n(b.deathSettleMs)}**`,
+              ticks(b.deathSettleMs),
+              String(b.changesAfterDeathSettle),
+              b.transactionsPerTick.min === b.transactionsPerTick.max ? String(b.transactionsPerTick.max) : `${b.transactionsPerTick.min}–${b.transactionsPerTick.max}`,
+              `${b.handOverTicks.ticks ? b.handOverTicks.maxTransactions : '–'} (${b.handOverTicks.ticks} ticks)`,
+            ];
+          }),
+        ),
+      );
+    }
+    out.push(
+      'Never held twice: ' +
+        group
+          .map(([kind, r]) => {
+            const s = r.group!.safety;
+            return `${LABEL[kind]}: ${s.eventOverlaps} overlaps among ${n(s.intervals)} reported leaderships, ${s.historyViolations} violations among ${n(s.historyRows)} history rows`;
+          })
+          .join('; ') +
+        ' (processes: per namespace, intervals from `elected` to `demoted` or the kill never overlap across processes; history: per namespace, terms 1..n, each ended no later than the next began).',
+    );
+  }
+
   const peer = each(report).filter(([, r]) => r.peer);
   if (peer.length) {
     const p = peer[0]![1].peer!;

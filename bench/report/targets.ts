@@ -14,6 +14,10 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
       targets.push({ target: 'renewal throughput ÷ one-round-trip baseline', database: kind, value: renew, limit: '≥ 0.8', met: renew >= 0.8 });
       targets.push({ target: 'takeover throughput ÷ one-round-trip baseline', database: kind, value: takeover, limit: '≥ 0.6', met: takeover >= 0.6 });
     }
+    if (kind === 'sqlite' && r.hotPath) {
+      const value = r.hotPath.ratioToBaseline.renew;
+      targets.push({ target: 'renewal throughput ÷ two-statement baseline', database: kind, value, limit: '≥ 0.6', met: value >= 0.6 });
+    }
     const top = r.contention?.[r.contention.length - 1];
     if (top && top.followerP99Ratio !== null) {
       const value = top.followerP99Ratio;
@@ -23,6 +27,16 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
         value,
         limit: kind === 'mariadb' ? '≤ 1.5' : '≤ 2',
         met: value <= (kind === 'mariadb' ? 1.5 : 2),
+      });
+    }
+    if (kind === 'sqlite' && top) {
+      const value = top.library.starved;
+      targets.push({
+        target: `candidates that completed no call at ${top.concurrency} concurrent (most in one repetition)`,
+        database: kind,
+        value,
+        limit: '= 0',
+        met: value === 0,
       });
     }
     if (r.scale) {
@@ -49,6 +63,45 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
         met: crash.median <= crash.limitMs,
       });
     }
+    if (r.group) {
+      const g = r.group;
+      const counted = [...g.points.map((p) => p.transactionsPerTick.max), g.balance?.transactionsPerTick.max ?? Number.NaN].filter((v) => Number.isFinite(v));
+      const value = counted.length ? Math.max(...counted) : null;
+      targets.push({ target: 'group: transactions per tick per process', database: kind, value, limit: '≤ 1', met: value === null ? null : value <= 1 });
+      if (g.p50Ratio !== null) {
+        targets.push({ target: 'group: leader tick p50 at 1,000 ÷ at 1 namespace', database: kind, value: g.p50Ratio, limit: '≤ 20', met: g.p50Ratio <= 20 });
+      }
+      const crash = g.points.map((p) => p.reacquireMs);
+      if (crash.length) {
+        const value = crash.some((v) => v === null) ? null : Math.max(...(crash as number[]));
+        targets.push({
+          target: `group: crash, all leases re-acquired (ms, worst N)`,
+          database: kind,
+          value,
+          limit: `≤ ${g.reacquireLimitMs} (lease + 2 ticks)`,
+          met: value === null ? false : value <= g.reacquireLimitMs,
+        });
+      }
+      if (g.balance) {
+        const b = g.balance;
+        targets.push({
+          target: `group balance: ${b.joinCounts.join('/')} after the last join (ms)`,
+          database: kind,
+          value: b.joinSettleMs,
+          limit: `≤ ${g.joinLimitMs} (3 ticks)`,
+          met: b.joinSettleMs !== null && b.joinSettleMs <= g.joinLimitMs,
+        });
+        targets.push({
+          target: `group balance: ${b.deathCounts.join('/')} after a death (ms)`,
+          database: kind,
+          value: b.deathSettleMs,
+          limit: `≤ ${g.deathLimitMs} (lease + 3 ticks)`,
+          met: b.deathSettleMs !== null && b.deathSettleMs <= g.deathLimitMs,
+        });
+      }
+      const twice = g.safety.eventOverlaps + g.safety.historyViolations;
+      targets.push({ target: 'group: leases held twice (events + history)', database: kind, value: twice, limit: '0', met: twice === 0 });
+    }
     if (r.load) {
       const value = Math.max(r.load.maxTransactionsPerTick, ...Object.values(r.load.elect).map((e) => e.transactions));
       targets.push({ target: 'transactions per tick per candidate', database: kind, value, limit: '≤ 1', met: value <= 1 });
@@ -73,6 +126,34 @@ export function correctnessFailures(results: Partial<Record<BenchKind, DatabaseR
       if (f.overlaps) failures.push(`${kind} failover: ${f.overlaps} overlapping leaderships`);
       if (f.crash.failed || f.graceful.failed) failures.push(`${kind} failover: ${f.crash.failed + f.graceful.failed} trials without a new leader`);
       if (f.errors.length) failures.push(`${kind} failover: elector errors: ${f.errors.slice(0, 3).join('; ')}`);
+    }
+    if (r.group) {
+      const g = r.group;
+      const s = g.safety;
+      if (s.eventOverlaps) failures.push(`${kind} group: ${s.eventOverlaps} leases held by two processes at once (${s.samples.filter((x) => x.startsWith('events')).slice(0, 2).join('; ')})`);
+      if (s.historyViolations) failures.push(`${kind} group: ${s.historyViolations} history violations (${s.samples.filter((x) => x.startsWith('history')).slice(0, 2).join('; ')})`);
+      if (s.intervals === 0 || s.historyRows === 0) failures.push(`${kind} group: nothing to check (${s.intervals} reported leases, ${s.historyRows} history rows)`);
+      for (const p of g.points) {
+        if (!(p.transactionsPerTick.max === 1 && p.transactionsPerTick.min === 1)) {
+          failures.push(
+            `${kind} group N=${p.namespaces}: ${p.transactionsPerTick.min}..${p.transactionsPerTick.max} transactions per tick over ${p.transactionsPerTick.ticks} ticks (must be 1)` +
+              (p.transactionsPerTick.sample ? `; one tick sent: ${p.transactionsPerTick.sample.join(' | ')}` : ''),
+          );
+        }
+        if (p.reacquireMs === null) failures.push(`${kind} group N=${p.namespaces}: ${p.reacquired} of ${p.killedLeases} leases of the killed process re-acquired`);
+      }
+      if (g.balance) {
+        const b = g.balance;
+        if (b.joinSettleMs === null) failures.push(`${kind} group balance: never ${b.namespaces} split evenly after the last join (${b.joinCounts.join('/')})`);
+        if (b.deathSettleMs === null) failures.push(`${kind} group balance: never split evenly after a death (${b.deathCounts.join('/')})`);
+        if (!(b.transactionsPerTick.max === 1 && b.transactionsPerTick.min === 1)) {
+          failures.push(
+            `${kind} group balance: ${b.transactionsPerTick.min}..${b.transactionsPerTick.max} transactions per tick over ${b.transactionsPerTick.ticks} ticks without a hand-over (must be 1)` +
+              (b.transactionsPerTick.sample ? `; one tick sent: ${b.transactionsPerTick.sample.join(' | ')}` : ''),
+          );
+        }
+      }
+      if (g.errors.length) failures.push(`${kind} group: errors: ${g.errors.slice(0, 3).join('; ')}`);
     }
     // Side by side: only the library's own trials count here (the others' are reported, not judged).
     if (r.peer) {

@@ -1,6 +1,7 @@
 import type { BenchKind } from '../lib/databases';
 import type { ContentionPoint } from '../suites/contention';
 import type { FailoverResult } from '../suites/failover';
+import type { GroupResult } from '../suites/group';
 import type { HotPathResult } from '../suites/hot-path';
 import type { LoadResult } from '../suites/load';
 import type { PeerResult } from '../suites/peer';
@@ -13,6 +14,7 @@ export interface DatabaseResults {
   scale?: ScaleResult;
   load?: LoadResult;
   failover?: FailoverResult;
+  group?: GroupResult;
   /** PostgreSQL: side by side with the peer package and a PL/pgSQL lease function. */
   peer?: PeerResult;
   /** A suite that could not run, and why. */

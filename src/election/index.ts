@@ -56,6 +56,10 @@ export type { Session } from '../db/session';
 export { GemstoneError, ValidationError, NotLeaderError, NotInitializedError, SqliteTransactionOpenError, SessionRequiredError } from '../errors';
 export { LeaderElector, LeadershipEndedError, LeaderElectorError } from './elector';
 export type { DemotionReason, ElectorErrorPhase, LeaderElectorEvents } from './elector';
+export { LeaderElectorGroup, LeaderElectorGroupError } from './group';
+export type { LeaderElectorGroupEvents } from './group';
+export { DEFAULT_GROUP_BALANCE, GROUP_BATCH_SIZE } from './group-options';
+export type { LeaderElectorGroupOptions, GroupTick } from './group-options';
 export type { ElectorHealth, ElectorRole } from './health';
 export type { ElectorTick, TickOutcome, ClockSkew } from './tick';
 export {

@@ -37,6 +37,8 @@ export const LISTEN_APPLICATION_NAME = 'gemstone-utils listener';
 
 export interface ListenSubscriber {
   readonly ns: string;
+  /** Whether news about `ns` is for this subscriber; default: `ns` equals {@link ListenSubscriber.ns}. */
+  matches?(ns: string): boolean;
   /** A lease of `ns` changed hands or was vacated. */
   onChange(change: LeaseChange): void;
   /** The connection failed (it is being re-established). */
@@ -329,7 +331,7 @@ class PgListener {
     }
     const change = parseChange(message.payload, this.#watched);
     if (!change) return;
-    for (const s of [...this.#subscribers]) if (s.ns === change.ns) s.onChange(change);
+    for (const s of [...this.#subscribers]) if (s.matches ? s.matches(change.ns) : s.ns === change.ns) s.onChange(change);
   }
 }
 

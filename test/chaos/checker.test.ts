@@ -3,7 +3,7 @@
  * a clean history passes — so a green chaos run is evidence, not silence.
  */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { check } = require('../../tools/chaos/checker') as { check: (input: unknown) => CheckResult };
+const { check, checkGroup } = require('../../tools/chaos/checker') as { check: (input: unknown) => CheckResult; checkGroup: (input: unknown) => CheckResult };
 
 interface CheckResult {
   ok: boolean;
@@ -367,5 +367,112 @@ describe('chaos checker', () => {
     // A's process was frozen: it reports its demotion 1 s after its lease ended (and B took over).
     Object.assign(lateReport.events.find((e) => e['ev'] === 'demoted')!, { t: T0 + 3600 });
     expect(failed(runFull(lateReport))).toEqual([]);
+  });
+});
+
+describe('chaos checker, group mode (one LeaderElectorGroup per worker, fenced writes per namespace)', () => {
+  const NS = ['chaos-0', 'chaos-1'];
+  type GroupRow = Row & { ns: string };
+
+  /** A leads chaos-0 and B leads chaos-1, both terms 1, each renewed past the end of the run, two writes each. */
+  function group() {
+    const rows: GroupRow[] = [
+      { ns: NS[0]!, kind: 'grant', term: 1, holder: A, at: T0, leaseUntil: T0 + LEASE },
+      { ns: NS[1]!, kind: 'grant', term: 1, holder: B, at: T0 + 10, leaseUntil: T0 + 10 + LEASE },
+      { ns: NS[0]!, kind: 'write', term: 1, holder: A, at: T0 + 100, worker: 0, seq: 1 },
+      { ns: NS[1]!, kind: 'write', term: 1, holder: B, at: T0 + 110, worker: 1, seq: 1 },
+      { ns: NS[0]!, kind: 'renew', term: 1, holder: A, at: T0 + 1500, leaseUntil: T0 + 5000 },
+      { ns: NS[1]!, kind: 'renew', term: 1, holder: B, at: T0 + 1510, leaseUntil: T0 + 5010 },
+      { ns: NS[0]!, kind: 'write', term: 1, holder: A, at: T0 + 1600, worker: 0, seq: 2 },
+      { ns: NS[1]!, kind: 'write', term: 1, holder: B, at: T0 + 1610, worker: 1, seq: 2 },
+    ];
+    const events: Array<Record<string, unknown>> = [
+      { t: T0 - 500, ev: 'start', slot: 0, incarnation: 1, candidateId: A },
+      { t: T0 - 500, ev: 'start', slot: 1, incarnation: 1, candidateId: B },
+      { t: T0 + 1, ev: 'elected', slot: 0, incarnation: 1, ns: NS[0], term: 1 },
+      { t: T0 + 11, ev: 'elected', slot: 1, incarnation: 1, ns: NS[1], term: 1 },
+    ];
+    for (const [slot, ns, seq, at] of [[0, NS[0], 1, T0 + 90], [1, NS[1], 1, T0 + 100], [0, NS[0], 2, T0 + 1590], [1, NS[1], 2, T0 + 1600]] as const) {
+      events.push({ t: at, ev: 'action-start', slot, incarnation: 1, ns, term: 1, seq, at, decidedAt: at });
+      events.push({ t: at + 15, ev: 'action-commit', slot, incarnation: 1, ns, term: 1, seq });
+    }
+    const histories: Record<string, History[]> = {
+      [NS[0]!]: [{ term: 1, leaderId: A, acquiredAt: T0, endedAt: null, endReason: null }],
+      [NS[1]!]: [{ term: 1, leaderId: B, acquiredAt: T0 + 10, endedAt: null, endReason: null }],
+    };
+    return { rows, events, histories };
+  }
+
+  function runGroup(input: ReturnType<typeof group>) {
+    return checkGroup({
+      ledger: input.rows.map((r, i) => ({ id: i + 1, worker: null, seq: null, leaseUntil: null, ...r })),
+      events: input.events,
+      faults: [],
+      namespaces: NS,
+      leaseMs: LEASE,
+      tickMaxMs: 733,
+      slackMs: 0,
+      clockToleranceMs: 5,
+      runStart: T0 - 1000,
+      stopAt: T0 + 4000,
+      histories: input.histories,
+    }) as CheckResult & { stats: { staleWritesByNamespace: Record<string, number>; writes: number; grants: number } };
+  }
+
+  test('a clean run of two namespaces passes every check, (m) included, and counts zero stale writes per namespace', () => {
+    const result = runGroup(group());
+    expect(failed(result)).toEqual([]);
+    expect(result.checks.map((c) => c.id)).toEqual(expect.arrayContaining(['a', 'b', 'h', 'l', 'm']));
+    expect(result.stats).toMatchObject({ writes: 4, grants: 2, staleWritesByNamespace: { [NS[0]!]: 0, [NS[1]!]: 0 } });
+  });
+
+  test('(a) a stale write in one namespace fails the run, naming that namespace only', () => {
+    const input = group();
+    // A writes to chaos-1 under term 1 of chaos-1 — a term B holds there (A leads term 1 of chaos-0 only).
+    input.rows.push({ ns: NS[1]!, kind: 'write', term: 1, holder: A, at: T0 + 1700, worker: 0, seq: 3 });
+    const result = runGroup(input);
+    expect(failed(result)).toEqual(['a']);
+    const a = result.checks.find((c) => c.id === 'a')!;
+    expect(a.violations).toHaveLength(1);
+    expect(a.violations[0]).toMatch(/^chaos-1: ledger #9: worker 0 wrote seq 3 under term 1 while the leader row held term 1 \(holder b/);
+    expect(result.stats.staleWritesByNamespace).toEqual({ [NS[0]!]: 0, [NS[1]!]: 1 });
+  });
+
+  test('(m) one term of a namespace held by two workers — by the ledger, their reports or the history — fails the run', () => {
+    const granted = group();
+    granted.rows.push({ ns: NS[0]!, kind: 'grant', term: 1, holder: B, at: T0 + 5, leaseUntil: T0 + 2005 });
+    const byLedger = runGroup(granted);
+    expect(failed(byLedger)).toContain('m');
+    expect(byLedger.checks.find((c) => c.id === 'm')!.violations.join('\n')).toMatch(/chaos-0 term 1: ledger grant #9 names bbbbbbbb/);
+
+    const reported = group();
+    reported.events.push({ t: T0 + 20, ev: 'elected', slot: 1, incarnation: 1, ns: NS[0], term: 1 });
+    const byReport = runGroup(reported);
+    expect(failed(byReport)).toContain('m');
+    expect(byReport.checks.find((c) => c.id === 'm')!.violations.join('\n')).toMatch(/chaos-0 term 1: worker 1\/1's 'elected' names bbbbbbbb/);
+
+    const recorded = group();
+    recorded.histories[NS[1]!]![0]!.leaderId = A;
+    expect(failed(runGroup(recorded))).toEqual(expect.arrayContaining(['h', 'm']));
+  });
+
+  test('(m) a write to a namespace outside the group fails the run', () => {
+    const input = group();
+    input.rows.push({ ns: 'chaos-9', kind: 'write', term: 1, holder: A, at: T0 + 1700, worker: 0, seq: 3 });
+    const result = runGroup(input);
+    expect(failed(result)).toEqual(['m']);
+    expect(result.checks.find((c) => c.id === 'm')!.violations[0]).toMatch(/write in namespace chaos-9, which is not one of the group's/);
+  });
+
+  test('(e) over all namespaces: a run without any write proves nothing; one namespace without writes is no failure', () => {
+    const idle = group();
+    idle.rows = idle.rows.filter((r) => !(r.kind === 'write' && r.ns === NS[1]));
+    idle.events = idle.events.filter((e) => !(String(e['ev']).startsWith('action') && e['ns'] === NS[1]));
+    expect(failed(runGroup(idle))).toEqual([]);
+
+    const none = group();
+    none.rows = none.rows.filter((r) => r.kind !== 'write');
+    none.events = none.events.filter((e) => !String(e['ev']).startsWith('action'));
+    expect(failed(runGroup(none))).toEqual(['e']);
   });
 });

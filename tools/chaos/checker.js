@@ -28,6 +28,12 @@
  * (l) no two workers report leading at once: each 'elected' report up to its 'demoted' report or
  *     the end of the last lease the ledger gave it, whichever is first (a frozen process reports
  *     late, but its local deadline ended its leadership by then).
+ *
+ * Group mode (`checkGroup`: every worker runs a LeaderElectorGroup over the same namespaces and
+ * makes fenced writes per namespace): (a)–(l) per namespace, each failure naming its namespace,
+ * plus
+ * (m) no (namespace, term) held by two workers — by the ledger's grants, the workers' 'elected'
+ *     reports and the history — and no write to a namespace outside the group.
  */
 
 /**
@@ -51,7 +57,10 @@ const INSTANT_TOLERANCE_MS = 2;
  * The history, watch, priority and fenced-off inputs are optional: checks (h)–(l) run on what is given.
  * @param {{ ledger: LedgerRow[], events: WorkerEvent[], faults: Fault[], ns: string, leaseMs: number, tickMaxMs: number,
  *   slackMs: number, clockToleranceMs: number, runStart: number, stopAt: number, history?: HistoryRow[], watches?: WatchRecord[],
- *   watchFailures?: string[], settings?: SlotSetting[], final?: FinalLeader, lastFaultEnd?: number, settleMs?: number }} input
+ *   watchFailures?: string[], settings?: SlotSetting[], final?: FinalLeader, lastFaultEnd?: number, settleMs?: number,
+ *   requireWrites?: boolean, balance?: boolean }} input
+ *   `requireWrites: false`: a namespace without writes is no failure (group mode decides over all of them);
+ *   `balance: true`: hand-overs between equal priorities are expected (a balancing group).
  */
 function check(input) {
   const { events, faults, leaseMs, tickMaxMs, slackMs, clockToleranceMs, stopAt } = input;
@@ -229,7 +238,7 @@ function check(input) {
     if (e.ev === 'unhandled-rejection' || e.ev === 'fatal') crashes.push(`worker ${e.slot}/${e.incarnation}: ${e.ev}: ${e.message}`);
   }
   const committed = events.filter((e) => e.ev === 'action-commit').length;
-  if (writes.length === 0) crashes.push('no fenced write committed: the run proves nothing');
+  if (writes.length === 0 && input.requireWrites !== false) crashes.push('no fenced write committed: the run proves nothing');
   if (committed > writes.length) crashes.push(`workers logged ${committed} commits, the ledger holds ${writes.length} writes`);
   add('e', 'no crash or unhandled rejection; work was done', crashes, `${committed} commits logged, ${writes.length} ledger writes`);
 
@@ -249,6 +258,7 @@ function check(input) {
     stats: {
       grants: grants.length,
       writes: writes.length,
+      staleWrites: stale.length,
       lateWrites,
       actions: actions.length,
       fenced: count('action-fenced'),
@@ -350,7 +360,7 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
       const expected = reports.flatMap((r) => (r === 'handed-over' ? ['handed-over'] : r === 'stopped' ? ['unregistered'] : []));
       if (h.endReason === 'resigned') v.push(`term ${g.term}: ended as resigned, but no worker resigns`);
       else if (expected.length && !expected.includes(/** @type {string} */ (h.endReason))) v.push(`term ${g.term}: its holder reported ${reports.join(', ')}, the history says ${h.endReason}`);
-      if (h.endReason === 'handed-over') {
+      if (h.endReason === 'handed-over' && !input.balance) {
         const s = settingOf(String(g.holder));
         if (s && s.eligible && s.priority >= topPriority) v.push(`term ${g.term} was handed over by ${g.holder} (priority ${s.priority}), which no eligible worker outranks`);
       }
@@ -477,4 +487,111 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
   return stats;
 }
 
-module.exports = { check };
+/** Numeric stats that add up over namespaces (the rest: the largest, or the first namespace's). */
+const ADDITIVE = ['grants', 'writes', 'staleWrites', 'lateWrites', 'actions', 'fenced', 'actionErrors', 'pausedStarts', 'demotions', 'sameTermReelections', 'historyRows', 'handOvers', 'expiredTerms', 'staleRejected'];
+
+/**
+ * Group mode: {@link check} per namespace, merged — a check passes only if it passes for every
+ * namespace, and each violation names its namespace — plus (m). Worker events that carry an `ns`
+ * belong to that namespace; the others (start, errors, crashes) to all of them.
+ * @param {Omit<Parameters<typeof check>[0], 'ns' | 'history' | 'final'> & { namespaces: string[],
+ *   histories?: Record<string, HistoryRow[]>, finals?: Record<string, FinalLeader> }} input
+ *   `watches` are of the first namespace.
+ */
+function checkGroup(input) {
+  const { namespaces, histories, finals, ...rest } = input;
+  const known = new Set(namespaces);
+  const perNs = namespaces.map((ns, i) => ({
+    ns,
+    result: check({
+      ...rest,
+      ns,
+      events: input.events.filter((e) => e.ns === undefined || e.ns === ns),
+      history: histories?.[ns],
+      final: finals?.[ns],
+      watches: i === 0 ? input.watches : undefined,
+      watchFailures: i === 0 ? input.watchFailures : undefined,
+      requireWrites: false,
+    }),
+  }));
+  /** @type {Map<string, Check>} */
+  const merged = new Map();
+  /** @type {Map<string, number>} */
+  const failing = new Map();
+  for (const { ns, result } of perNs) {
+    for (const c of result.checks) {
+      const m = merged.get(c.id) ?? { id: c.id, name: c.name, ok: true, detail: '', violations: [] };
+      if (!c.ok) {
+        m.ok = false;
+        failing.set(c.id, (failing.get(c.id) ?? 0) + 1);
+        for (const v of c.violations) if (m.violations.length < 20) m.violations.push(`${ns}: ${v}`);
+      }
+      if (!m.detail) m.detail = `${ns}: ${c.detail}`;
+      merged.set(c.id, m);
+    }
+  }
+  for (const m of merged.values()) {
+    m.name = `${m.name} (per namespace)`;
+    m.detail = `${namespaces.length - (failing.get(m.id) ?? 0)} of ${namespaces.length} namespaces pass; ${m.detail}`;
+  }
+
+  // (e) over all namespaces: the run did work.
+  const writes = input.ledger.filter((r) => r.kind === 'write');
+  const e = merged.get('e');
+  if (e && writes.length === 0) {
+    e.ok = false;
+    e.violations.push('no fenced write committed in any namespace: the run proves nothing');
+  }
+
+  // (m) no (namespace, term) held by two workers; no write outside the group.
+  /** @type {string[]} */ const twice = [];
+  /** @type {Map<string, Set<string>>} */ const holders = new Map();
+  const hold = (/** @type {string} */ ns, /** @type {number} */ term, /** @type {string | undefined | null} */ id, /** @type {string} */ source) => {
+    if (!id) return;
+    const key = `${ns}#${term}`;
+    const set = holders.get(key) ?? new Set();
+    if (!set.has(id) && set.size > 0) twice.push(`${ns} term ${term}: ${source} names ${id}, already held by ${[...set].join(', ')}`);
+    set.add(id);
+    holders.set(key, set);
+  };
+  /** @type {Map<string, string>} */ const candidateOf = new Map();
+  for (const ev of input.events) if (ev.ev === 'start') candidateOf.set(`${ev.slot}/${ev.incarnation}`, ev.candidateId);
+  for (const g of input.ledger) if (g.kind === 'grant') hold(g.ns, g.term, g.holder, `ledger grant #${g.id}`);
+  for (const ev of input.events) {
+    if (ev.ev === 'elected' && ev.ns !== undefined) hold(ev.ns, ev.term, candidateOf.get(`${ev.slot}/${ev.incarnation}`), `worker ${ev.slot}/${ev.incarnation}'s 'elected'`);
+  }
+  for (const [ns, rows] of Object.entries(histories ?? {})) for (const h of rows) hold(ns, h.term, h.leaderId, 'the history');
+  for (const r of input.ledger) if (!known.has(r.ns)) twice.push(`ledger #${r.id}: ${r.kind} in namespace ${r.ns}, which is not one of the group's`);
+  const staleByNs = perNs.filter(({ result }) => result.checks.some((c) => c.id === 'a' && !c.ok)).map(({ ns }) => ns);
+  merged.set('m', {
+    id: 'm',
+    name: 'no term of any namespace held by two workers; writes only to the group\'s namespaces',
+    ok: twice.length === 0,
+    detail: `${holders.size} (namespace, term) pairs over ${namespaces.length} namespaces; namespaces with stale writes: ${staleByNs.length ? staleByNs.join(', ') : 'none'}`,
+    violations: twice.slice(0, 20),
+  });
+
+  const checks = [...merged.values()].sort((x, y) => x.id.localeCompare(y.id));
+  const first = perNs[0]?.result;
+  /** @type {Record<string, any>} */
+  const stats = { ...(first?.stats ?? {}), namespaces: namespaces.length };
+  for (const key of ADDITIVE) {
+    if (perNs.some(({ result }) => typeof result.stats[key] === 'number')) stats[key] = perNs.reduce((sum, { result }) => sum + Number(result.stats[key] ?? 0), 0);
+  }
+  stats.maxGapMs = Math.max(0, ...perNs.map(({ result }) => result.stats.maxGapMs));
+  stats.maxQuietGapMs = Math.max(0, ...perNs.map(({ result }) => result.stats.maxQuietGapMs));
+  stats.stalls = input.events.filter((x) => x.ev === 'stall').length;
+  stats.tickErrors = input.events.filter((x) => x.ev === 'error').length;
+  stats.staleWritesByNamespace = Object.fromEntries(perNs.map(({ ns, result }) => [ns, result.stats.staleWrites]));
+  return {
+    ok: checks.every((c) => c.ok),
+    checks,
+    // The picture shows the first namespace.
+    leaderships: first?.leaderships ?? [],
+    gaps: first?.gaps ?? [],
+    candidateOf: first?.candidateOf ?? {},
+    stats,
+  };
+}
+
+module.exports = { check, checkGroup };

@@ -132,7 +132,7 @@ const NOW_MS = {
   sqlite: "(julianday('now') - 2440587.5) * 86400000.0",
 };
 
-/** The ledger table and the trigger that records every change of a lease (grant, renew, vacate). */
+/** The ledger table and the triggers that record every change of a lease (grant, renew, vacate), also a row inserted holding one. */
 const LEDGER_DDL = {
   postgres: [
     `CREATE TABLE chaos_ledger (
@@ -148,14 +148,17 @@ const LEDGER_DDL = {
 )`,
     `CREATE FUNCTION chaos_lease_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  -- A leader row created holding a lease (a first acquisition in one INSERT) is a grant too.
+  IF TG_OP = 'INSERT' AND NEW.leader_id IS NULL THEN RETURN NULL; END IF;
   INSERT INTO chaos_ledger (kind, ns, term, holder, lease_until, at)
-  VALUES (CASE WHEN NEW.leader_id IS NULL THEN 'vacate' WHEN NEW.term IS DISTINCT FROM OLD.term THEN 'grant' ELSE 'renew' END,
+  VALUES (CASE WHEN NEW.leader_id IS NULL THEN 'vacate' WHEN TG_OP = 'INSERT' OR NEW.term IS DISTINCT FROM OLD.term THEN 'grant' ELSE 'renew' END,
           NEW.ns, NEW.term, NEW.leader_id, EXTRACT(EPOCH FROM NEW.lease_expires_at) * 1000, ${NOW_MS.postgres});
   RETURN NULL;
 END $$`,
     `CREATE TRIGGER chaos_lease_change AFTER UPDATE ON gemstone_election_leader FOR EACH ROW
 WHEN (OLD.term IS DISTINCT FROM NEW.term OR OLD.leader_id IS DISTINCT FROM NEW.leader_id OR OLD.lease_expires_at IS DISTINCT FROM NEW.lease_expires_at)
 EXECUTE FUNCTION chaos_lease_change()`,
+    `CREATE TRIGGER chaos_lease_insert AFTER INSERT ON gemstone_election_leader FOR EACH ROW EXECUTE FUNCTION chaos_lease_change()`,
   ],
   mariadb: [
     `CREATE TABLE chaos_ledger (
@@ -175,6 +178,14 @@ BEGIN
     INSERT INTO chaos_ledger (kind, ns, term, holder, lease_until, at)
     VALUES (IF(NEW.leader_id IS NULL, 'vacate', IF(NEW.term <> OLD.term, 'grant', 'renew')), NEW.ns, NEW.term, NEW.leader_id,
             TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', NEW.lease_expires_at) / 1000, ${NOW_MS.mariadb});
+  END IF;
+END`,
+    // A leader row created holding a lease (a first acquisition in one INSERT) is a grant too.
+    `CREATE TRIGGER chaos_lease_insert AFTER INSERT ON gemstone_election_leader FOR EACH ROW
+BEGIN
+  IF NEW.leader_id IS NOT NULL THEN
+    INSERT INTO chaos_ledger (kind, ns, term, holder, lease_until, at)
+    VALUES ('grant', NEW.ns, NEW.term, NEW.leader_id, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', NEW.lease_expires_at) / 1000, ${NOW_MS.mariadb});
   END IF;
 END`,
   ],
@@ -198,6 +209,13 @@ BEGIN
   INSERT INTO chaos_ledger (kind, ns, term, holder, lease_until, at)
   VALUES (CASE WHEN NEW.leader_id IS NULL THEN 'vacate' WHEN NEW.term IS NOT OLD.term THEN 'grant' ELSE 'renew' END,
           NEW.ns, NEW.term, NEW.leader_id, (julianday(NEW.lease_expires_at) - 2440587.5) * 86400000.0, ${NOW_MS.sqlite});
+END`,
+    // A leader row created holding a lease (a first acquisition in one INSERT) is a grant too.
+    `CREATE TRIGGER chaos_lease_insert AFTER INSERT ON gemstone_election_leader FOR EACH ROW
+WHEN NEW.leader_id IS NOT NULL
+BEGIN
+  INSERT INTO chaos_ledger (kind, ns, term, holder, lease_until, at)
+  VALUES ('grant', NEW.ns, NEW.term, NEW.leader_id, (julianday(NEW.lease_expires_at) - 2440587.5) * 86400000.0, ${NOW_MS.sqlite});
 END`,
   ],
 };

@@ -15,6 +15,7 @@ function printSummary(summary) {
   const stats = new Table({ head: ['run', 'value'], style: { head: [], border: [] } });
   stats.push(
     ['database / workers / lease', `${summary.kind} / ${summary.workers} / ${summary.leaseS} s (tick ≤ ${summary.tickMaxMs} ms)`],
+    ...(summary.group ? [['group mode', `${summary.group} namespaces${summary.balance ? ', balanced' : ''}; stale writes per namespace: ${Object.values(s.staleWritesByNamespace ?? {}).every((n) => n === 0) ? 'none' : JSON.stringify(s.staleWritesByNamespace)}`]] : []),
     ['duration / seed', `${summary.durationS} s / ${summary.seed}`],
     ['faults', `${s.faults}: ${Object.entries(s.faultCounts).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`],
     ['terms granted / history rows (handed-over, expired)', `${s.grants} / ${s.historyRows ?? '-'} (${s.handOvers ?? '-'}, ${s.expiredTerms ?? '-'})`],

@@ -47,6 +47,8 @@ const program = new Command()
   .option('--priorities <list>', 'elector priority per worker slot, comma-separated (e.g. 0,0,1,2; missing ones 0; a restarted worker keeps its slot\'s); the top-priority workers join once a lower one leads, so the run opens with a hand-over', integers)
   .option('--ineligible <slots>', 'worker slots that observe but never lead (eligible: false), comma-separated (e.g. 4)', integers)
   .option('--settle-ms <ms>', 'quiet tail after the last fault, by whose end a top-priority eligible worker must lead (default lease + 4 ticks + 3 s)', number)
+  .option('--group <n>', 'group mode: every worker runs a LeaderElectorGroup over n namespaces and makes a fenced write per namespace it leads; checked per namespace', number)
+  .option('--balance', 'group mode: the groups balance the namespaces between them (hand-overs under faults)', false)
   .option('--unfenced', 'sabotage: workers skip assertLeader (the checker must then report stale writes)', false)
   .option('--json', 'print the summary as JSON on stdout', false);
 
@@ -74,6 +76,8 @@ async function main() {
     priorities: flags.priorities,
     ineligible: flags.ineligible,
     settleMs: flags.settleMs,
+    group: flags.group,
+    balance: flags.balance,
   });
   if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
   else printSummary(summary);

@@ -6,13 +6,18 @@
  * process, the fault injector for `durationS`, a quiet tail in which leadership must settle on a
  * top-priority worker, then a clean stop, the history, the checker, the summary and the timeline —
  * all written to `outDir`.
+ *
+ * Group mode (`group: N`): every worker runs a LeaderElectorGroup over the same N namespaces
+ * (`<ns>-0`…) and makes a fenced write per namespace it leads; faults aim at the leader of the
+ * first namespace (the watchers and the timeline follow that one too); the checker runs per
+ * namespace (`checkGroup`).
  */
 const { spawn } = require('child_process');
 const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const db = require('./database');
-const { check } = require('./checker');
+const { check, checkGroup } = require('./checker');
 const { faultBag, faultsFor, inject, leaderCostingFault, rng, sh } = require('./faults');
 const { ChaosProxy } = require('./proxy');
 const { renderTimeline } = require('./timeline');
@@ -57,8 +62,14 @@ function slotSettings(workers, priorities = [], ineligible = []) {
  * @typedef {{ db?: import('./database').Kind, url?: string, workers?: number, durationS?: number, leaseS?: number,
  *   workMs?: number, slackMs?: number, clockToleranceMs?: number, minFaults?: number, seed?: number, faults?: string[], dbRestart?: boolean,
  *   out?: string, keep?: boolean, unfenced?: boolean, appTransactions?: boolean, priorities?: number[], ineligible?: number[],
- *   settleMs?: number, slowWatchPollMs?: number, log?: (line: string) => void }} RunOptions
+ *   settleMs?: number, slowWatchPollMs?: number, group?: number, balance?: boolean, log?: (line: string) => void }} RunOptions
  */
+
+/** The namespaces of group mode: `<base>-0`, `<base>-1`, … (zero-padded, so they sort in order). @param {string} base @param {number} count */
+function groupNamespaces(base, count) {
+  const width = String(count - 1).length;
+  return Array.from({ length: count }, (_, i) => `${base}-${String(i).padStart(width, '0')}`);
+}
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -81,6 +92,11 @@ async function runChaos(options) {
   const tickMaxMs = Math.round((leaseMs / 3) * 1.1); // the elector's default period, +10% jitter
   const settleMs = o.settleMs ?? defaultSettleMs(leaseMs, tickMaxMs);
   const settings = slotSettings(o.workers, o.priorities, o.ineligible);
+  if (o.group !== undefined && (!Number.isInteger(o.group) || o.group < 1 || o.group > 1000)) throw new Error(`chaos: --group ${o.group} is not a number of namespaces from 1 to 1000`);
+  if (o.balance && o.group === undefined) throw new Error('chaos: --balance needs --group');
+  const namespaces = o.group === undefined ? [o.ns] : groupNamespaces(o.ns, o.group);
+  /** The namespace the faults aim at, the watchers follow and the timeline shows. */
+  const primaryNs = namespaces[0];
   const topPriority = Math.max(...settings.filter((s) => s.eligible).map((s) => s.priority));
   const outDir = o.out ?? path.join(db.tmpDir(), `${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   const logDir = path.join(outDir, 'workers');
@@ -89,7 +105,8 @@ async function runChaos(options) {
   const created = o.url ? undefined : await db.createDatabase(kind, outDir);
   const url = /** @type {string} */ (o.url ?? created?.url);
   const described = settings.map((s) => `w${s.slot}:${s.eligible ? s.priority : 'ineligible'}`).join(' ');
-  say(`chaos: ${kind}, ${o.workers} workers (${described}), lease ${o.leaseS} s, ${o.durationS} s, seed ${seed}, output ${outDir}`);
+  const mode = o.group === undefined ? '' : `, group of ${o.group} namespaces${o.balance ? ' (balanced)' : ''}`;
+  say(`chaos: ${kind}, ${o.workers} workers (${described})${mode}, lease ${o.leaseS} s, ${o.durationS} s, seed ${seed}, output ${outDir}`);
 
   // The library's tables (as the application would create them), then the harness's ledger.
   const { initDb, ElectionService } = require('gemstone-utils');
@@ -111,7 +128,7 @@ async function runChaos(options) {
     { name: `watch-poll-${o.slowWatchPollMs}ms`, pollMs: o.slowWatchPollMs, changes: [], errors: 0 },
   ];
   const watching = watches.map(async (w) => {
-    const stream = observerService.watch({ ns: o.ns, signal: watchStop.signal, ...(w.pollMs ? { pollMs: w.pollMs } : {}), onError: () => void w.errors++ });
+    const stream = observerService.watch({ ns: primaryNs, signal: watchStop.signal, ...(w.pollMs ? { pollMs: w.pollMs } : {}), onError: () => void w.errors++ });
     for await (const change of stream) {
       const record = { t: Date.now(), leaderId: change.leaderId, term: change.term, at: change.at.getTime() };
       w.changes.push(record);
@@ -157,6 +174,7 @@ async function runChaos(options) {
         CHAOS_INCARNATION: String(incarnation),
         CHAOS_CANDIDATE_ID: candidateId,
         CHAOS_NS: o.ns,
+        ...(o.group === undefined ? {} : { CHAOS_NAMESPACES: JSON.stringify(namespaces), CHAOS_BALANCE: o.balance ? '1' : '0' }),
         CHAOS_LEASE_SECONDS: String(o.leaseS),
         CHAOS_WORK_MS: String(o.workMs),
         CHAOS_LOG: `${base}.jsonl`,
@@ -188,6 +206,8 @@ async function runChaos(options) {
   let stopAt = runStart;
   /** @type {{ leaderId: string | null, term: number, live: boolean, current: string[] } | undefined} the leader row when the quiet tail ended */
   let final;
+  /** @type {Record<string, { leaderId: string | null, term: number, live: boolean, current: string[] }>} the leader row of each namespace then */
+  const finals = {};
   /** @type {number | undefined} */
   let lastFaultEnd;
   try {
@@ -203,7 +223,7 @@ async function runChaos(options) {
       leaseMs,
       random,
       leaderSlot: async () => {
-        const row = await db.readLeader(admin, o.ns);
+        const row = await db.readLeader(admin, primaryNs);
         if (!row?.live) return undefined;
         const slot = slots.findIndex((s) => s.candidateId === row.leaderId);
         return slot >= 0 ? slot : undefined;
@@ -289,8 +309,11 @@ async function runChaos(options) {
     }
     await pause(Math.max(0, runEnd - Date.now()));
     if (!interrupted) {
-      const row = await db.readLeader(admin, o.ns).catch(() => null);
-      final = { leaderId: row?.leaderId ?? null, term: row?.term ?? 0, live: row?.live ?? false, current: slots.map((s) => s.candidateId) };
+      for (const ns of namespaces) {
+        const row = await db.readLeader(admin, ns).catch(() => null);
+        finals[ns] = { leaderId: row?.leaderId ?? null, term: row?.term ?? 0, live: row?.live ?? false, current: slots.map((s) => s.candidateId) };
+      }
+      final = finals[primaryNs];
     }
     process.removeListener('SIGINT', interrupt);
     process.removeListener('SIGTERM', interrupt);
@@ -320,17 +343,22 @@ async function runChaos(options) {
   }
 
   const ledger = await db.readLedger(admin);
-  /** @type {import('./checker').HistoryRow[]} */
-  const history = [];
-  for (let before; ; ) {
-    const page = await observerService.getHistory({ ns: o.ns, limit: 10_000, ...(before === undefined ? {} : { before }) });
-    for (const h of page) {
-      history.push({ term: h.term, leaderId: h.leaderId, acquiredAt: h.acquiredAt.getTime(), endedAt: h.endedAt?.getTime() ?? null, endReason: h.endReason });
+  /** @type {Record<string, import('./checker').HistoryRow[]>} */
+  const histories = {};
+  for (const ns of namespaces) {
+    /** @type {import('./checker').HistoryRow[]} */
+    const rows = [];
+    for (let before; ; ) {
+      const page = await observerService.getHistory({ ns, limit: 10_000, ...(before === undefined ? {} : { before }) });
+      for (const h of page) {
+        rows.push({ term: h.term, leaderId: h.leaderId, acquiredAt: h.acquiredAt.getTime(), endedAt: h.endedAt?.getTime() ?? null, endReason: h.endReason });
+      }
+      if (page.length < 10_000) break;
+      before = page[page.length - 1].term;
     }
-    if (page.length < 10_000) break;
-    before = page[page.length - 1].term;
+    histories[ns] = rows.sort((x, y) => x.term - y.term);
   }
-  history.sort((x, y) => x.term - y.term);
+  const history = histories[primaryNs];
   // The watchers' last state is the vacancy after the last term (every worker stopped): wait for
   // it (the slow one may be a poll behind), then end them.
   const lastTerm = history.length ? history[history.length - 1].term : null;
@@ -350,10 +378,11 @@ async function runChaos(options) {
         .map((line) => JSON.parse(line)),
     )
     .sort((a, b) => a.t - b.t);
-  const result = check({
-    ledger, events, faults, ns: o.ns, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt,
-    history, watches, watchFailures, settings, final, lastFaultEnd, settleMs,
-  });
+  const common = { ledger, events, faults, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt, watches, watchFailures, settings, lastFaultEnd, settleMs };
+  const result =
+    o.group === undefined
+      ? check({ ...common, ns: o.ns, history, final })
+      : checkGroup({ ...common, namespaces, histories, finals: interruptedFinals(finals, namespaces), balance: Boolean(o.balance) });
   if (unexpectedExits.length) {
     result.checks.push({ id: 'e2', name: 'no worker exited on its own', ok: false, detail: unexpectedExits.join('; '), violations: unexpectedExits });
     result.ok = false;
@@ -380,7 +409,7 @@ async function runChaos(options) {
   const slotOfCandidate = new Map();
   for (const e of events) if (e.ev === 'start') slotOfCandidate.set(e.candidateId, e.slot);
   const svg = renderTimeline({
-    title: `gemstone-utils chaos: ${kind}, ${o.workers} workers, lease ${o.leaseS} s, ${Math.round((stopAt - runStart) / 1000)} s, seed ${seed} — ${result.ok ? 'PASS' : 'FAIL'}`,
+    title: `gemstone-utils chaos: ${kind}, ${o.workers} workers${o.group === undefined ? '' : `, ${primaryNs} of a group of ${o.group}`}, lease ${o.leaseS} s, ${Math.round((stopAt - runStart) / 1000)} s, seed ${seed} — ${result.ok ? 'PASS' : 'FAIL'}`,
     workers: o.workers,
     runStart,
     stopAt,
@@ -388,18 +417,20 @@ async function runChaos(options) {
     gaps: result.gaps,
     faults,
     slotOf: (id) => slotOfCandidate.get(id),
-    writes: ledger.filter((r) => r.kind === 'write'),
-    fenced: events.filter((e) => e.ev === 'action-fenced'),
+    writes: ledger.filter((r) => r.kind === 'write' && r.ns === primaryNs),
+    fenced: events.filter((e) => e.ev === 'action-fenced' && (e.ns === undefined || e.ns === primaryNs)),
   });
   fs.writeFileSync(path.join(outDir, 'timeline.svg'), svg);
   fs.writeFileSync(path.join(outDir, 'ledger.json'), JSON.stringify(ledger));
-  fs.writeFileSync(path.join(outDir, 'history.json'), JSON.stringify(history));
+  fs.writeFileSync(path.join(outDir, 'history.json'), JSON.stringify(o.group === undefined ? history : histories));
   const summary = {
     ok: result.ok,
     kind,
     seed,
     workers: o.workers,
     leaseS: o.leaseS,
+    group: o.group ?? null,
+    balance: Boolean(o.balance),
     settings,
     settleMs,
     durationS: Math.round((stopAt - runStart) / 100) / 10,
@@ -418,4 +449,9 @@ async function runChaos(options) {
   return summary;
 }
 
-module.exports = { runChaos, DEFAULTS };
+/** No final reading when the run was interrupted (as in single mode). @param {Record<string, any>} finals @param {string[]} namespaces */
+function interruptedFinals(finals, namespaces) {
+  return namespaces.every((ns) => finals[ns]) ? finals : undefined;
+}
+
+module.exports = { runChaos, DEFAULTS, groupNamespaces };

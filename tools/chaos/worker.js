@@ -9,13 +9,16 @@
  * Environment: CHAOS_URL (through this worker's proxy), CHAOS_SLOT, CHAOS_INCARNATION,
  * CHAOS_CANDIDATE_ID, CHAOS_NS, CHAOS_LEASE_SECONDS, CHAOS_WORK_MS, CHAOS_LOG, CHAOS_CONTROL,
  * CHAOS_APP_TX (SQLite: the elector shares its DataSource with application transactions),
- * CHAOS_PRIORITY (the elector's priority, default 0), CHAOS_ELIGIBLE ('0': observe, never lead).
+ * CHAOS_PRIORITY (the elector's priority, default 0), CHAOS_ELIGIBLE ('0': observe, never lead),
+ * CHAOS_NAMESPACES (group mode: a JSON array of namespaces; the worker runs a LeaderElectorGroup
+ * over them and makes its fenced writes per namespace it leads, each with that lease's term),
+ * CHAOS_BALANCE ('1': the group balances its namespaces with the other workers).
  *
  * A stall order the runner writes to CHAOS_CONTROL (`{ where, ms, armedAt }`) makes the next fenced action block
  * its whole process (like a long GC pause) just before `assertLeader` or just after it.
  */
 const fs = require('fs');
-const { initDb, LeaderElector, ElectionService, NotLeaderError } = require('gemstone-utils');
+const { initDb, LeaderElector, LeaderElectorGroup, ElectionService, NotLeaderError } = require('gemstone-utils');
 const { kindOfUrl, ledgerInsert } = require('./database');
 
 const env = process.env;
@@ -41,6 +44,9 @@ const APP_BUSY_TIMEOUT_MS = 20_000;
 const kind = kindOfUrl(url);
 const priority = Number(env.CHAOS_PRIORITY || 0);
 const eligible = env.CHAOS_ELIGIBLE !== '0';
+/** @type {string[] | undefined} group mode: the namespaces of the worker's LeaderElectorGroup */
+const namespaces = env.CHAOS_NAMESPACES ? JSON.parse(env.CHAOS_NAMESPACES) : undefined;
+const balance = env.CHAOS_BALANCE === '1';
 
 /** @param {string} ev @param {Record<string, unknown>} [fields] */
 function log(ev, fields = {}) {
@@ -83,7 +89,7 @@ function readStallOrder() {
 }
 
 /** Blocks the event loop (timers, the elector, everything) if a stall is armed for `where`. */
-function maybeStall(/** @type {'before-fence' | 'in-fence'} */ where, /** @type {number} */ seq) {
+function maybeStall(/** @type {'before-fence' | 'in-fence'} */ where, /** @type {number} */ seq, /** @type {string | undefined} */ actionNs) {
   readStallOrder();
   if (armedStall && Date.now() > armedStall.until) {
     log('stall-dropped', { where: armedStall.where });
@@ -92,9 +98,9 @@ function maybeStall(/** @type {'before-fence' | 'in-fence'} */ where, /** @type 
   if (armedStall?.where !== where) return;
   const { ms } = armedStall;
   armedStall = null;
-  log('stall', { where, ms, seq });
+  log('stall', { where, ms, seq, ...(actionNs === undefined ? {} : { ns: actionNs }) });
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-  log('stall-end', { where, seq });
+  log('stall-end', { where, seq, ...(actionNs === undefined ? {} : { ns: actionNs }) });
 }
 
 /** initDb through the proxy, retried: the worker may start during a partition. */
@@ -125,42 +131,54 @@ async function main() {
   const service = new ElectionService(workDs, { expireSeconds: leaseSeconds });
   const insert = ledgerInsert(kind);
 
-  const elector = new LeaderElector({ dataSource: electorDs, ns, candidateId, expireSeconds: leaseSeconds, priority, eligible });
-  elector.on('elected', (lease) => log('elected', { term: lease.term }));
-  elector.on('demoted', (lease, reason) => log('demoted', { term: lease.term, reason }));
-  elector.on('leader', (leaderId, term) => log('leader', { leaderId, term }));
+  // Group mode: every event names its namespace (the checker splits the logs by it).
+  const group = namespaces ? new LeaderElectorGroup({ dataSource: electorDs, namespaces, candidateId, expireSeconds: leaseSeconds, priority, eligible, balance }) : undefined;
+  const single = namespaces ? undefined : new LeaderElector({ dataSource: electorDs, ns, candidateId, expireSeconds: leaseSeconds, priority, eligible });
+  const elector = /** @type {import('events').EventEmitter & { start(): Promise<void>, stop(): Promise<void> }} */ (group ?? single);
+  if (group) {
+    group.on('elected', (/** @type {{ ns: string, term: number }} */ lease) => log('elected', { ns: lease.ns, term: lease.term }));
+    group.on('demoted', (/** @type {{ ns: string, term: number }} */ lease, /** @type {string} */ reason) => log('demoted', { ns: lease.ns, term: lease.term, reason }));
+    group.on('leader', (/** @type {string} */ leaderNs, /** @type {string | null} */ leaderId, /** @type {number | null} */ term) => log('leader', { ns: leaderNs, leaderId, term }));
+  } else if (single) {
+    single.on('elected', (lease) => log('elected', { term: lease.term }));
+    single.on('demoted', (lease, reason) => log('demoted', { term: lease.term, reason }));
+    single.on('leader', (leaderId, term) => log('leader', { leaderId, term }));
+  }
   elector.on('error', (error) => log('error', { message: describe(error) }));
 
   let seq = 0;
   let running = true;
 
   /**
-   * @param {{ term: number }} lease
+   * @param {{ ns?: string, term: number }} lease
    * @param {number} decidedAt wall clock just before `runIfLeader` checked leadership
    */
   async function fencedAppend(lease, decidedAt) {
     return appWork(() => fencedAppendNow(lease, decidedAt));
   }
 
-  /** @param {{ term: number }} lease @param {number} decidedAt */
+  /** @param {{ ns?: string, term: number }} lease @param {number} decidedAt */
   async function fencedAppendNow(lease, decidedAt) {
     const startedAt = Date.now();
     const mySeq = ++seq;
-    log('action-start', { term: lease.term, seq: mySeq, decidedAt, at: startedAt });
+    // Group mode: the lease's own namespace, in the fence and in the write (and in every log line).
+    const actionNs = namespaces ? /** @type {string} */ (lease.ns) : ns;
+    const tag = namespaces ? { ns: actionNs } : {};
+    log('action-start', { ...tag, term: lease.term, seq: mySeq, decidedAt, at: startedAt });
     const runner = workDs.createQueryRunner();
     try {
       await runner.connect();
       await runner.startTransaction();
-      maybeStall('before-fence', mySeq);
-      if (!unfenced) await service.assertLeader(candidateId, { ns, term: lease.term, session: runner });
-      maybeStall('in-fence', mySeq);
-      await runner.query(insert, [ns, lease.term, candidateId, slot, mySeq]);
+      maybeStall('before-fence', mySeq, namespaces ? actionNs : undefined);
+      if (!unfenced) await service.assertLeader(candidateId, { ns: actionNs, term: lease.term, session: runner });
+      maybeStall('in-fence', mySeq, namespaces ? actionNs : undefined);
+      await runner.query(insert, [actionNs, lease.term, candidateId, slot, mySeq]);
       await runner.commitTransaction();
-      log('action-commit', { term: lease.term, seq: mySeq });
+      log('action-commit', { ...tag, term: lease.term, seq: mySeq });
     } catch (error) {
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-      if (error instanceof NotLeaderError) log('action-fenced', { term: lease.term, seq: mySeq, current: error.term, leaderId: error.leaderId });
-      else log('action-error', { term: lease.term, seq: mySeq, message: describe(error) });
+      if (error instanceof NotLeaderError) log('action-fenced', { ...tag, term: lease.term, seq: mySeq, current: error.term, leaderId: error.leaderId });
+      else log('action-error', { ...tag, term: lease.term, seq: mySeq, message: describe(error) });
     } finally {
       await runner.release().catch(() => undefined);
     }
@@ -217,11 +235,21 @@ async function main() {
   process.on('SIGTERM', () => void stop());
 
   await elector.start();
-  log('started', { isLeader: elector.isLeader });
+  log('started', group ? { leases: group.leases.size } : { isLeader: single?.isLeader });
   if (appTransactions) void appNoise();
   while (running) {
-    const decidedAt = Date.now();
-    await elector.runIfLeader((lease) => fencedAppend(lease, decidedAt));
+    if (group) {
+      // One fenced write per namespace this worker leads, each under its own lease's term.
+      for (const lease of [...group.leases.values()]) {
+        if (!running) break;
+        const decidedAt = Date.now();
+        if (lease.signal.aborted || !group.isLeader(lease.ns)) continue;
+        await fencedAppend(lease, decidedAt);
+      }
+    } else if (single) {
+      const decidedAt = Date.now();
+      await single.runIfLeader((lease) => fencedAppend(lease, decidedAt));
+    }
     await sleep(workMs);
   }
 }

@@ -1,0 +1,648 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { contextOf, DbContext } from '../db/context';
+import { sqlBool } from '../db/dialect';
+import { execute, inOneStatement, inTransaction } from '../db/session';
+import { runProgram } from '../db/sqlite-atomic';
+import { raw, RawSql, sql, SqlFragment } from '../db/sql';
+
+import { GROUP_BATCH_SIZE } from './group-options';
+import type { VacateReason } from './history';
+import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
+import { decide, NOTIFY_CHANNEL } from './store';
+
+/**
+ * The statements of a {@link LeaderElectorGroup}: one tick campaigns for all of the group's
+ * namespaces in one transaction (PostgreSQL: one statement), and one transaction vacates many.
+ * Same protocol as `elect` (see `store.ts` and docs/protocol.md), namespace by namespace: the
+ * database clock decides, nobody is preempted, the term goes up on each acquisition, the history
+ * gets one row per term, leader rows are locked before candidate rows, in namespace order.
+ */
+
+/** What a tick campaigns with. `namespaces`: distinct, sorted by {@link compareNs}. */
+export interface GroupElectInput {
+  readonly namespaces: readonly string[];
+  readonly candidateId: string;
+  readonly expireSeconds: number;
+  readonly priority: number;
+  readonly eligible: boolean;
+  /** Sent when registering (and after a candidate row went missing); undefined: keep what is stored. */
+  readonly metadataJson: string | undefined;
+  /** Acquire no more than this candidate's fair share (see {@link fairShare}). */
+  readonly balance: boolean;
+}
+
+/** What the tick found for one namespace. */
+export interface GroupNsOutcome {
+  readonly ns: string;
+  /** The leader after the tick; null when nobody holds an unexpired lease (or unknown). */
+  readonly leaderId: string | null;
+  /** The leader row's term; null when unknown (a racing first insert of the row won). */
+  readonly term: number | null;
+  readonly isLeader: boolean;
+  /** The caller took a lease it did not hold (the term went up). */
+  readonly acquired: boolean;
+  /** The caller renewed a lease it should give up: not eligible, or outranked by a live eligible candidate. */
+  readonly handOver: boolean;
+}
+
+export interface GroupElectOutcome {
+  readonly outcomes: readonly GroupNsOutcome[];
+  /**
+   * The live eligible candidates of the group's namespaces at the highest priority among them
+   * (this caller included when it is one), sorted: who the namespaces are balanced between.
+   */
+  readonly members: readonly string[];
+  /** How many of the namespaces had no candidate row of the caller before the tick. */
+  readonly unregistered: number;
+  readonly databaseNow: Date;
+}
+
+/** Namespace order of the lock: code points, as the binary collations of the tables sort. */
+export function compareNs(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/**
+ * How many of `n` namespaces `me` should lead among `members`: ⌊n/k⌋, plus one for the first
+ * `n mod k` members in id order; 0 when `me` is not a member.
+ */
+export function fairShare(n: number, members: readonly string[], me: string): number {
+  const sorted = [...members].sort();
+  const rank = sorted.indexOf(me);
+  if (rank < 0) return 0;
+  const k = sorted.length;
+  return Math.floor(n / k) + (rank < n % k ? 1 : 0);
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * The items separated by commas, as a balanced tree of fragments: rendering recurses once per
+ * level, so 10,000 items nest 14 deep rather than 10,000.
+ */
+function commaList(items: readonly unknown[]): SqlFragment {
+  if (items.length <= 1) return sql`${items[0]}`;
+  const half = Math.ceil(items.length / 2);
+  return sql`${commaList(items.slice(0, half))}, ${commaList(items.slice(half))}`;
+}
+
+/** `(?, ?, …)` of the values, for `IN`. */
+function list(values: readonly unknown[]): SqlFragment {
+  return sql`(${commaList(values)})`;
+}
+
+/** SQLite: the most namespaces one statement of a program binds (the limit is 32,766 variables). */
+const SQLITE_BATCH = 5_000;
+
+export function createGroupStore(context: DbContext) {
+  const { dialect: d } = context;
+  const candidates = context.table(CANDIDATE_TABLE);
+  const leaders = context.table(LEADER_TABLE);
+  const history = context.table(HISTORY_TABLE);
+  const leaderSchema = context.schemaName(LEADER_TABLE);
+  const announcedSchema = leaderSchema === undefined ? raw('current_schema()') : sql`CAST(${leaderSchema} AS text)`;
+  const announcedTable = sql`CAST(${context.tableName(LEADER_TABLE)} AS text)`;
+  const bool = (value: boolean) => (d.name === 'postgres' ? value : value ? 1 : 0);
+  const dataSource = context.dataSource;
+
+  const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON.parse(value) : value);
+
+  // ---- PostgreSQL: one statement ----------------------------------------------------------------
+
+  async function electPostgres(m: EntityManager, input: GroupElectInput): Promise<GroupElectOutcome> {
+    const me = sql`CAST(${input.candidateId} AS varchar)`;
+    const eligible = sql`CAST(${input.eligible} AS boolean)`;
+    const priority = sql`CAST(${input.priority} AS integer)`;
+    const nss = raw('CAST((SELECT nss FROM params) AS varchar[])');
+    const until = d.nowPlus(input.expireSeconds);
+    const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
+    const metaValue = input.metadataJson === undefined ? sql`` : sql`, ${input.metadataJson}`;
+    const metaUpdate = raw(input.metadataJson === undefined ? '' : ', metadata = EXCLUDED.metadata');
+    const [row] = await execute(
+      context,
+      m,
+      sql`WITH params AS (
+  SELECT CAST(${[...input.namespaces]} AS varchar[]) AS nss
+), input AS (
+  SELECT DISTINCT x AS ns FROM unnest(${nss}) AS x
+), locked AS (
+  SELECT l.ns, l.leader_id, l.term, l.lease_expires_at FROM ${leaders} l
+  WHERE l.ns = ANY (${nss})
+    AND (l.leader_id IS NULL OR l.leader_id = ${me} OR l.lease_expires_at IS NULL OR l.lease_expires_at <= clock_timestamp())
+  ORDER BY l.ns FOR UPDATE
+), seen AS (
+  SELECT ns, leader_id, term, lease_expires_at, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
+), unlocked AS (
+  -- Held by someone else (not locked): the complement of locked on the same snapshot, so
+  -- disjoint from it; a row that changed hands while we waited for a lock is in neither (unknown).
+  SELECT l.ns, l.leader_id, l.term FROM ${leaders} l
+  WHERE l.ns = ANY (${nss}) AND l.leader_id IS NOT NULL AND l.leader_id <> ${me} AND l.lease_expires_at > clock_timestamp()
+), missing AS (
+  SELECT i.ns FROM input i WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.ns)
+), others AS (
+  SELECT c.candidate_id, max(c.priority) AS priority FROM ${candidates} c
+  WHERE c.ns = ANY (${nss}) AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > clock_timestamp()
+  GROUP BY c.candidate_id
+), top AS (
+  SELECT GREATEST((SELECT max(priority) FROM others), CASE WHEN ${eligible} THEN ${priority} END) AS priority
+), members AS (
+  SELECT candidate_id FROM others WHERE priority = (SELECT priority FROM top)
+  UNION ALL SELECT ${me} WHERE ${eligible} AND ${priority} = (SELECT priority FROM top)
+), quota AS (
+  SELECT CASE WHEN NOT CAST(${input.balance} AS boolean) THEN NULL
+    WHEN NOT EXISTS (SELECT 1 FROM members WHERE candidate_id = ${me}) THEN 0
+    ELSE GREATEST(0, m.n / m.k + CASE WHEN m.rank < m.n % m.k THEN 1 ELSE 0 END
+      - (SELECT count(*) FROM seen WHERE live AND leader_id = ${me})) END AS n
+  FROM (SELECT CAST(${input.namespaces.length} AS bigint) AS n, count(*) AS k,
+    count(*) FILTER (WHERE candidate_id COLLATE "C" < ${me} COLLATE "C") AS rank FROM members) m
+), base AS (
+  -- Every namespace of the group but those held by others: the locked rows, and the missing ones.
+  -- The highest priority of the other live eligible candidates, per namespace, by its index.
+  SELECT s.ns, true AS existing, s.leader_id, s.term, s.lease_expires_at, s.live, (s.live AND s.leader_id = ${me}) AS renewing,
+    COALESCE((SELECT max(c.priority) FROM ${candidates} c WHERE c.ns = s.ns AND c.candidate_id <> ${me} AND c.eligible
+      AND c.expires_at > clock_timestamp()) > ${priority}, false) AS outranked
+  FROM seen s
+  UNION ALL
+  SELECT mi.ns, false, NULL, 0, NULL, false, false,
+    COALESCE((SELECT max(c.priority) FROM ${candidates} c WHERE c.ns = mi.ns AND c.candidate_id <> ${me} AND c.eligible
+      AND c.expires_at > clock_timestamp()) > ${priority}, false)
+  FROM missing mi
+), numbered AS (
+  SELECT b.*, (NOT b.live AND ${eligible} AND NOT b.outranked) AS open,
+    row_number() OVER (PARTITION BY (NOT b.live AND ${eligible} AND NOT b.outranked) ORDER BY b.ns) AS i
+  FROM base b
+), decided AS (
+  -- decide() of store.ts per namespace; balance caps the acquisitions at the quota, in namespace order.
+  SELECT n.ns, n.existing, n.leader_id, n.term, n.lease_expires_at, n.live, n.renewing,
+    (n.renewing OR (n.open AND ((SELECT n FROM quota) IS NULL OR n.i <= (SELECT n FROM quota)))) AS takes,
+    (n.renewing AND (NOT ${eligible} OR n.outranked)) AS hand_over
+  FROM numbered n
+), lease AS (
+  UPDATE ${leaders} AS l
+  SET leader_id = ${me}, term = CASE WHEN d.renewing THEN d.term ELSE d.term + 1 END,
+    lease_expires_at = ${until}, updated_at = clock_timestamp()
+  FROM decided d WHERE l.ns = d.ns AND d.existing AND d.takes
+  RETURNING l.ns, l.term, d.renewing
+), created AS (
+  INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
+  SELECT d.ns, CASE WHEN d.takes THEN ${me} END, CASE WHEN d.takes THEN ${until} END, clock_timestamp(), CASE WHEN d.takes THEN 1 ELSE 0 END
+  FROM decided d WHERE NOT d.existing ORDER BY d.ns
+  ON CONFLICT (ns) DO NOTHING
+  RETURNING ns, leader_id, term
+), touch AS (
+  INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn})
+  SELECT i.ns, ${me}, clock_timestamp(), ${until}, ${priority}, ${eligible}${metaValue} FROM input i
+  WHERE (SELECT count(*) FROM decided) >= 0
+  ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at,
+    priority = EXCLUDED.priority, eligible = EXCLUDED.eligible${metaUpdate}
+), closed AS (
+  UPDATE ${history} AS h SET ended_at = d.lease_expires_at, end_reason = CAST(${'expired'} AS varchar)
+  FROM decided d WHERE d.existing AND d.takes AND NOT d.renewing AND d.leader_id IS NOT NULL
+    AND h.ns = d.ns AND h.term = d.term AND h.ended_at IS NULL
+), acquired AS (
+  SELECT ns, term FROM lease WHERE NOT renewing
+  UNION ALL SELECT ns, term FROM created WHERE leader_id IS NOT NULL
+), opened AS (
+  INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
+  SELECT a.ns, a.term, ${me}, clock_timestamp(), NULL, NULL FROM acquired a
+  ON CONFLICT (ns, term) DO UPDATE SET leader_id = EXCLUDED.leader_id, acquired_at = EXCLUDED.acquired_at, ended_at = NULL, end_reason = NULL
+), announced AS (
+  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
+    'ns', a.ns, 'leaderId', ${me}, 'term', a.term)::text) FROM acquired a
+), result AS (
+  -- No joins: the locked rows as decided (each taken one was written: it is locked), the created
+  -- rows as inserted (a racing insert of the same row leaves it out: unknown), the others' rows.
+  SELECT d.ns, CASE WHEN d.takes THEN ${me} WHEN d.live THEN d.leader_id END AS leader_id,
+    CASE WHEN d.takes AND NOT d.renewing THEN d.term + 1 ELSE d.term END AS term,
+    d.takes AS leads, (d.takes AND NOT d.renewing) AS acquired, d.hand_over
+  FROM decided d WHERE d.existing
+  UNION ALL
+  SELECT ns, leader_id, term, leader_id IS NOT NULL, leader_id IS NOT NULL, false FROM created
+  UNION ALL
+  SELECT ns, leader_id, term, false, false, false FROM unlocked
+)
+SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a', leads, 'q', acquired, 'h', hand_over)) FROM result) AS results,
+  (SELECT json_agg(candidate_id) FROM members) AS members,
+  (SELECT count(*) FROM announced) AS announced,
+  (SELECT count(*) FROM input i WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = i.ns AND c.candidate_id = ${me})) AS unregistered,
+  ${d.instant(d.now.text)} AS db_now`,
+    );
+    if (!row) throw new Error('gemstone-utils: the group election statement returned no row');
+    const results = (parseJson(row.results) ?? []) as Array<{ n: string; l: string | null; t: number | string | null; a: boolean; q: boolean; h: boolean }>;
+    const outcomes: GroupNsOutcome[] = results.map((r) => ({
+      ns: r.n,
+      leaderId: r.l,
+      term: r.t === null ? null : Number(r.t),
+      isLeader: r.a === true,
+      acquired: r.q === true,
+      handOver: r.h === true,
+    }));
+    // A row that changed hands while the lock was awaited, or whose racing first insert won: unknown.
+    if (outcomes.length < input.namespaces.length) {
+      const answered = new Set(outcomes.map((o) => o.ns));
+      for (const ns of input.namespaces) {
+        if (!answered.has(ns)) outcomes.push({ ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false });
+      }
+    }
+    return {
+      outcomes,
+      members: ((parseJson(row.members) ?? []) as string[]).map(String).sort(),
+      unregistered: Number(row.unregistered),
+      databaseNow: d.parseInstant(row.db_now) as Date,
+    };
+  }
+
+  // ---- MySQL/MariaDB: one transaction, a constant number of statements per batch ----------------
+
+  async function electMysql(m: EntityManager, input: GroupElectInput, known: Set<string>): Promise<GroupElectOutcome> {
+    const me = input.candidateId;
+    const batches = chunks(input.namespaces, GROUP_BATCH_SIZE);
+    // 1. Rows the group has not seen yet are created first (vacant; a locking read of a missing
+    //    row would take gap locks), then every row is locked, in namespace order.
+    for (const batch of batches) {
+      const fresh = batch.filter((ns) => !known.has(ns));
+      if (fresh.length === 0) continue;
+      const values = commaList(fresh.map((ns) => sql`(${ns}, NULL, NULL, ${d.now}, 0)`));
+      await execute(context, m, sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) VALUES ${values} ${d.insertIfAbsent(['ns'])}`);
+    }
+    type Row = { ns: string; leaderId: string | null; term: number; live: boolean; leaseExpired: boolean };
+    const rows = new Map<string, Row>();
+    let databaseNow: Date | undefined;
+    for (const batch of batches) {
+      const found = await execute(
+        context,
+        m,
+        sql`SELECT ns, leader_id, term, CASE WHEN leader_id IS NOT NULL AND lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS live,
+  ${d.instant(d.now.text)} AS db_now FROM ${leaders} WHERE ns IN ${list(batch)} ORDER BY ns FOR UPDATE`,
+      );
+      for (const r of found) {
+        const ns = String(r.ns);
+        known.add(ns);
+        const leaderId = (r.leader_id as string | null) ?? null;
+        rows.set(ns, { ns, leaderId, term: Number(r.term), live: leaderId !== null && sqlBool(r.live), leaseExpired: leaderId !== null && !sqlBool(r.live) });
+        databaseNow ??= d.parseInstant(r.db_now) as Date;
+      }
+    }
+    // 2. The candidates of those namespaces, by a plain read (the leader rows are locked).
+    const rival = new Map<string, number>();
+    const others = new Map<string, number>();
+    const registered = new Set<string>();
+    for (const batch of batches) {
+      const found = await execute(
+        context,
+        m,
+        sql`SELECT ns, candidate_id, priority, CASE WHEN eligible AND expires_at > ${d.now} THEN 1 ELSE 0 END AS live_eligible
+FROM ${candidates} WHERE ns IN ${list(batch)} AND (candidate_id = ${me} OR (eligible AND expires_at > ${d.now}))`,
+      );
+      for (const r of found) {
+        const ns = String(r.ns);
+        const id = String(r.candidate_id);
+        if (id === me) {
+          registered.add(ns);
+          continue;
+        }
+        if (!sqlBool(r.live_eligible)) continue;
+        const p = Number(r.priority);
+        rival.set(ns, Math.max(rival.get(ns) ?? -Infinity, p));
+        others.set(id, Math.max(others.get(id) ?? -Infinity, p));
+      }
+    }
+    const members = membersOf(others, input);
+    // 3. Decide, namespace by namespace, as `elect` does; balance caps the acquisitions.
+    let held = 0;
+    for (const row of rows.values()) if (row.live && row.leaderId === me) held++;
+    let quota = input.balance ? Math.max(0, fairShare(input.namespaces.length, members, me) - held) : Infinity;
+    const renew: string[] = [];
+    const take: Row[] = [];
+    const outcomes: GroupNsOutcome[] = [];
+    for (const ns of input.namespaces) {
+      const row = rows.get(ns);
+      if (!row) {
+        // Deleted behind our back after we saw it: created again by the next tick.
+        known.delete(ns);
+        outcomes.push({ ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false });
+        continue;
+      }
+      const standing = { registered: registered.has(ns), storedPriority: null, storedEligible: null, rivalPriority: rival.get(ns) ?? null };
+      const { renewing, takes, handOver } = decide(row, me, standing, { priority: input.priority, eligible: input.eligible });
+      if (renewing) {
+        renew.push(ns);
+        outcomes.push({ ns, leaderId: me, term: row.term, isLeader: true, acquired: false, handOver });
+      } else if (takes && quota > 0) {
+        quota--;
+        take.push(row);
+        outcomes.push({ ns, leaderId: me, term: row.term + 1, isLeader: true, acquired: true, handOver: false });
+      } else {
+        outcomes.push({ ns, leaderId: row.live ? row.leaderId : null, term: row.term, isLeader: false, acquired: false, handOver: false });
+      }
+    }
+    // 4. Write: close lapsed terms, take, renew, open the new terms, heartbeat.
+    const until = d.nowPlus(input.expireSeconds);
+    for (const batch of chunks(take, GROUP_BATCH_SIZE)) {
+      const lapsed = batch.filter((r) => r.leaderId !== null).map((r) => r.ns);
+      if (lapsed.length > 0) {
+        await execute(
+          context,
+          m,
+          sql`UPDATE ${history} h JOIN ${leaders} l ON l.ns = h.ns AND l.term = h.term
+SET h.ended_at = l.lease_expires_at, h.end_reason = ${'expired'}
+WHERE h.ns IN ${list(lapsed)} AND h.ended_at IS NULL AND l.leader_id IS NOT NULL`,
+        );
+      }
+      const names = batch.map((r) => r.ns);
+      await execute(
+        context,
+        m,
+        sql`UPDATE ${leaders} SET leader_id = ${me}, term = term + 1, lease_expires_at = ${until}, updated_at = ${d.now} WHERE ns IN ${list(names)}`,
+      );
+      await execute(
+        context,
+        m,
+        sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
+SELECT l.ns, l.term, l.leader_id, ${d.now}, NULL, NULL FROM ${leaders} l WHERE l.ns IN ${list(names)}
+${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
+      );
+    }
+    for (const batch of chunks(renew, GROUP_BATCH_SIZE)) {
+      await execute(context, m, sql`UPDATE ${leaders} SET lease_expires_at = ${until}, updated_at = ${d.now} WHERE ns IN ${list(batch)} AND leader_id = ${me}`);
+    }
+    const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
+    const updated = ['last_heartbeat_at', 'expires_at', 'priority', 'eligible', ...(input.metadataJson === undefined ? [] : ['metadata'])];
+    for (const batch of batches) {
+      const row = (ns: string) =>
+        input.metadataJson === undefined
+          ? sql`(${ns}, ${me}, ${d.now}, ${until}, ${input.priority}, ${bool(input.eligible)})`
+          : sql`(${ns}, ${me}, ${d.now}, ${until}, ${input.priority}, ${bool(input.eligible)}, ${input.metadataJson})`;
+      const values = commaList(batch.map(row));
+      await execute(
+        context,
+        m,
+        sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn}) VALUES ${values}
+${d.upsert(['ns', 'candidate_id'], updated)}`,
+      );
+    }
+    if (!databaseNow) {
+      const [clock] = await execute(context, m, sql`SELECT ${d.instant(d.now.text)} AS db_now`);
+      databaseNow = d.parseInstant(clock?.db_now) as Date;
+    }
+    return { outcomes, members, unregistered: input.namespaces.length - registered.size, databaseNow };
+  }
+
+  /** The top-priority live eligible candidates (this one included when it qualifies), sorted. */
+  function membersOf(others: Map<string, number>, input: GroupElectInput): string[] {
+    let top = input.eligible ? input.priority : -Infinity;
+    for (const p of others.values()) top = Math.max(top, p);
+    const members = [...others].filter(([, p]) => p === top).map(([id]) => id);
+    if (input.eligible && input.priority === top) members.push(input.candidateId);
+    return members.sort();
+  }
+
+  // ---- SQLite: one program (see db/sqlite-atomic.ts) --------------------------------------------
+
+  const inputTable: RawSql = raw(`temp.${dataSource.driver.escape(context.tableName('gemstone_election_group_input'))}`);
+  const inInput = sql`IN (SELECT ns FROM ${inputTable})`;
+
+  function fillInput(namespaces: readonly string[]): SqlFragment[] {
+    const statements = [sql`CREATE TEMP TABLE IF NOT EXISTS ${inputTable} (ns TEXT PRIMARY KEY)`, sql`DELETE FROM ${inputTable}`];
+    for (const batch of chunks(namespaces, SQLITE_BATCH)) {
+      const values = commaList(batch.map((ns) => sql`(${ns})`));
+      statements.push(sql`INSERT INTO ${inputTable} (ns) VALUES ${values}`);
+    }
+    return statements;
+  }
+
+  async function electSqlite(input: GroupElectInput, waitMs: number | undefined): Promise<GroupElectOutcome> {
+    const me = input.candidateId;
+    const until = d.nowPlus(input.expireSeconds);
+    const eligible = input.eligible ? 1 : 0;
+    const over = (l: string) =>
+      raw(`(${l}.leader_id IS NULL OR ${l}.lease_expires_at IS NULL OR (${l}.lease_expires_at <= ${d.now.text}
+  AND NOT EXISTS (SELECT 1 FROM ${history.text} h WHERE h.ns = ${l}.ns AND h.term = ${l}.term AND h.ended_at IS NULL)))`);
+    const rivalOf = (l: string) =>
+      sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${raw(l)}.ns AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${d.now})`;
+    const members = sql`WITH others AS (
+  SELECT candidate_id, MAX(priority) AS p FROM ${candidates} WHERE ns ${inInput} AND candidate_id <> ${me} AND eligible AND expires_at > ${d.now}
+  GROUP BY candidate_id
+), top AS (
+  SELECT MAX(p) AS p FROM (SELECT p FROM others UNION ALL SELECT ${input.priority} WHERE ${eligible} = 1)
+), members AS (
+  SELECT candidate_id FROM others WHERE p = (SELECT p FROM top)
+  UNION ALL SELECT ${me} WHERE ${eligible} = 1 AND ${input.priority} = (SELECT p FROM top)
+)`;
+    const n = sql`CAST(${input.namespaces.length} AS INTEGER)`;
+    const limit = input.balance
+      ? sql`(${members} SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM members WHERE candidate_id = ${me}) THEN 0
+  ELSE MAX(0, ${n} / k + CASE WHEN rank < ${n} % k THEN 1 ELSE 0 END
+    - (SELECT COUNT(*) FROM ${leaders} l WHERE l.ns ${inInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now})) END
+  FROM (SELECT COUNT(*) AS k, COALESCE(SUM(candidate_id < ${me}), 0) AS rank FROM members))`
+      : raw('-1');
+    const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
+    const metaValue = input.metadataJson === undefined ? sql`` : sql`, ${input.metadataJson}`;
+    const updated = ['last_heartbeat_at', 'expires_at', 'priority', 'eligible', ...(input.metadataJson === undefined ? [] : ['metadata'])];
+    const fill = fillInput(input.namespaces);
+    const statements = [
+      ...fill,
+      sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) SELECT ns, NULL, NULL, ${d.now}, 0 FROM ${inputTable} WHERE true
+${d.insertIfAbsent(['ns'])}`,
+      // before
+      sql`SELECT l.ns, l.term, CASE WHEN l.leader_id = ${me} AND l.lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS mine
+FROM ${leaders} l WHERE l.ns ${inInput}`,
+      sql`SELECT COUNT(*) AS unregistered FROM ${inputTable} t
+WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = t.ns AND c.candidate_id = ${me})`,
+      // Lapsed terms end at their lease's end (before anything changes hands).
+      sql`UPDATE ${history} SET ended_at = (SELECT l.lease_expires_at FROM ${leaders} l WHERE l.ns = ${history}.ns), end_reason = ${'expired'}
+WHERE ns ${inInput} AND ended_at IS NULL
+  AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${history}.ns AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${d.now})`,
+      // Renewals first: the fair share counts what is held.
+      sql`UPDATE ${leaders} SET lease_expires_at = ${until}, updated_at = ${d.now}
+WHERE ns ${inInput} AND leader_id = ${me} AND NOT ${over(leaders.text)}`,
+      sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${me}, lease_expires_at = ${until}, updated_at = ${d.now}
+WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inInput} AND ${over('l')} AND ${eligible} = 1
+  AND COALESCE(${rivalOf('l')} > ${input.priority}, 0) = 0 ORDER BY l.ns LIMIT ${limit})`,
+      sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
+SELECT l.ns, l.term, l.leader_id, ${d.now}, NULL, NULL FROM ${leaders} l
+WHERE l.ns ${inInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now}
+  AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
+${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
+      sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn})
+SELECT ns, ${me}, ${d.now}, ${until}, ${input.priority}, ${eligible}${metaValue} FROM ${inputTable} WHERE true
+${d.upsert(['ns', 'candidate_id'], updated)}`,
+      // after
+      sql`SELECT l.ns, l.leader_id, l.term, CASE WHEN l.leader_id IS NOT NULL AND l.lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS live,
+  ${rivalOf('l')} AS rival_priority FROM ${leaders} l WHERE l.ns ${inInput}`,
+      sql`${members} SELECT candidate_id FROM members`,
+      sql`SELECT ${d.now} AS db_now`,
+      sql`DELETE FROM ${inputTable}`,
+    ];
+    const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
+    const at = fill.length + 1;
+    const before = new Map<string, { term: number; mine: boolean }>();
+    for (const r of results[at] ?? []) before.set(String(r.ns), { term: Number(r.term), mine: sqlBool(r.mine) });
+    const unregistered = Number(results[at + 1]?.[0]?.unregistered ?? 0);
+    const after = new Map<string, Record<string, unknown>>();
+    for (const r of results[at + 7] ?? []) after.set(String(r.ns), r);
+    const memberIds = (results[at + 8] ?? []).map((r) => String(r.candidate_id)).sort();
+    const databaseNow = d.parseInstant(results[at + 9]?.[0]?.db_now) as Date;
+    const outcomes = input.namespaces.map((ns): GroupNsOutcome => {
+      const r = after.get(ns);
+      if (!r) return { ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false };
+      const leaderId = (r.leader_id as string | null) ?? null;
+      const live = leaderId !== null && sqlBool(r.live);
+      const term = Number(r.term);
+      const isLeader = live && leaderId === me;
+      const was = before.get(ns);
+      const rivalPriority = r.rival_priority === null || r.rival_priority === undefined ? null : Number(r.rival_priority);
+      return {
+        ns,
+        leaderId: live ? leaderId : null,
+        term,
+        isLeader,
+        acquired: isLeader && !(was?.mine && was.term === term),
+        handOver: isLeader && (!input.eligible || (rivalPriority !== null && rivalPriority > input.priority)),
+      };
+    });
+    return { outcomes, members: memberIds, unregistered, databaseNow };
+  }
+
+  // ---- vacating many leases at once ---------------------------------------------------------------
+
+  /**
+   * Vacates every lease of `namespaces` the caller holds (a lapsed one naming it too), closing
+   * each term with `reason` (`expired` at its lease's end if it had lapsed), announcing each
+   * vacancy (PostgreSQL); with `unregister` also deletes the caller's candidate rows. One
+   * transaction (PostgreSQL: one statement). Returns the namespaces whose unexpired lease was vacated.
+   */
+  async function vacatePostgres(m: EntityManager, namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean): Promise<string[]> {
+    const id = sql`CAST(${me} AS varchar)`;
+    const nss = raw('CAST((SELECT nss FROM params) AS varchar[])');
+    const [row] = await execute(
+      context,
+      m,
+      sql`WITH params AS (
+  SELECT CAST(${[...namespaces]} AS varchar[]) AS nss
+), locked AS (
+  SELECT ns, term, lease_expires_at, COALESCE(lease_expires_at > clock_timestamp(), false) AS live FROM ${leaders}
+  WHERE ns = ANY (${nss}) AND leader_id = ${id} ORDER BY ns FOR UPDATE
+), closed AS (
+  UPDATE ${history} AS h SET ended_at = CASE WHEN k.live THEN clock_timestamp() ELSE k.lease_expires_at END,
+    end_reason = CASE WHEN k.live THEN CAST(${reason} AS varchar) ELSE CAST(${'expired'} AS varchar) END
+  FROM locked k WHERE h.ns = k.ns AND h.term = k.term AND h.ended_at IS NULL
+), vacated AS (
+  UPDATE ${leaders} AS l SET leader_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+  FROM locked k WHERE l.ns = k.ns RETURNING l.ns, l.term, k.live
+), deleted AS (
+  DELETE FROM ${candidates} WHERE CAST(${unregister} AS boolean) AND ns = ANY (${nss}) AND candidate_id = ${id}
+    AND (SELECT count(*) FROM locked) >= 0
+), announced AS (
+  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
+    'ns', v.ns, 'leaderId', NULL, 'term', v.term)::text) FROM vacated v
+)
+SELECT (SELECT json_agg(ns) FROM vacated WHERE live) AS vacated, (SELECT count(*) FROM announced) AS announced`,
+    );
+    return ((parseJson(row?.vacated) ?? []) as string[]).map(String);
+  }
+
+  async function vacateMysql(m: EntityManager, namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean): Promise<string[]> {
+    const vacated: string[] = [];
+    for (const batch of chunks(namespaces, GROUP_BATCH_SIZE)) {
+      const held = await execute(
+        context,
+        m,
+        sql`SELECT ns, CASE WHEN lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS live FROM ${leaders}
+WHERE ns IN ${list(batch)} AND leader_id = ${me} ORDER BY ns FOR UPDATE`,
+      );
+      if (held.length > 0) {
+        const names = held.map((r) => String(r.ns));
+        for (const r of held) if (sqlBool(r.live)) vacated.push(String(r.ns));
+        await execute(
+          context,
+          m,
+          sql`UPDATE ${history} h JOIN ${leaders} l ON l.ns = h.ns AND l.term = h.term
+SET h.end_reason = CASE WHEN l.lease_expires_at > ${d.now} THEN ${reason} ELSE ${'expired'} END,
+  h.ended_at = CASE WHEN l.lease_expires_at > ${d.now} THEN ${d.now} ELSE l.lease_expires_at END
+WHERE h.ns IN ${list(names)} AND h.ended_at IS NULL AND l.leader_id = ${me}`,
+        );
+        await execute(
+          context,
+          m,
+          sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${d.now} WHERE ns IN ${list(names)} AND leader_id = ${me}`,
+        );
+      }
+      if (unregister) await execute(context, m, sql`DELETE FROM ${candidates} WHERE ns IN ${list(batch)} AND candidate_id = ${me}`);
+    }
+    return vacated;
+  }
+
+  async function vacateSqlite(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean, waitMs: number | undefined): Promise<string[]> {
+    const fill = fillInput(namespaces);
+    const statements = [
+      ...fill,
+      sql`SELECT ns FROM ${leaders} WHERE ns ${inInput} AND leader_id = ${me} AND lease_expires_at > ${d.now}`,
+      sql`UPDATE ${history} SET
+  end_reason = (SELECT CASE WHEN l.lease_expires_at > ${d.now} THEN ${reason} ELSE ${'expired'} END FROM ${leaders} l WHERE l.ns = ${history}.ns),
+  ended_at = (SELECT CASE WHEN l.lease_expires_at > ${d.now} THEN ${d.now} ELSE l.lease_expires_at END FROM ${leaders} l WHERE l.ns = ${history}.ns)
+WHERE ns ${inInput} AND ended_at IS NULL AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${history}.ns AND l.leader_id = ${me})`,
+      sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${d.now} WHERE ns ${inInput} AND leader_id = ${me}`,
+      ...(unregister ? [sql`DELETE FROM ${candidates} WHERE ns ${inInput} AND candidate_id = ${me}`] : []),
+      sql`DELETE FROM ${inputTable}`,
+    ];
+    const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
+    return (results[fill.length] ?? []).map((r) => String(r.ns));
+  }
+
+  return {
+    /** One tick for every namespace of the group, in one transaction (PostgreSQL: one statement). */
+    async elect(input: GroupElectInput, state: { known: Set<string>; sqliteWaitMs?: number }): Promise<GroupElectOutcome> {
+      if (input.namespaces.length === 0) {
+        return { outcomes: [], members: [], unregistered: 0, databaseNow: await this.clock(state.sqliteWaitMs) };
+      }
+      switch (d.name) {
+        case 'postgres':
+          return inOneStatement(dataSource, undefined, (m) => electPostgres(m, input));
+        case 'mysql':
+          return inTransaction(dataSource, undefined, (m) => electMysql(m, input, state.known));
+        case 'sqlite':
+          return electSqlite(input, state.sqliteWaitMs);
+      }
+    },
+
+    /** Vacates the caller's leases of `namespaces` (and with `unregister` deletes its candidate rows) in one transaction. */
+    async vacate(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean, sqliteWaitMs?: number): Promise<string[]> {
+      if (namespaces.length === 0) return [];
+      const sorted = [...namespaces].sort(compareNs);
+      switch (d.name) {
+        case 'postgres':
+          return inOneStatement(dataSource, undefined, (m) => vacatePostgres(m, sorted, me, reason, unregister));
+        case 'mysql':
+          return inTransaction(dataSource, undefined, (m) => vacateMysql(m, sorted, me, reason, unregister));
+        case 'sqlite':
+          return vacateSqlite(sorted, me, reason, unregister, sqliteWaitMs);
+      }
+    },
+
+    /** The database clock (a group without namespaces still measures it). */
+    async clock(sqliteWaitMs?: number): Promise<Date> {
+      const statement = sql`SELECT ${d.instant(d.now.text)} AS db_now`;
+      const rows =
+        d.name === 'sqlite'
+          ? ((await runProgram(dataSource, [statement], { transaction: false, waitMs: sqliteWaitMs }))[0] ?? [])
+          : await execute(context, dataSource.manager, statement);
+      return d.parseInstant(rows[0]?.db_now) as Date;
+    },
+  };
+}
+
+export type GroupStore = ReturnType<typeof createGroupStore>;
+
+const stores = new WeakMap<DataSource, GroupStore>();
+
+/** The group statements of a DataSource (built once). */
+export function groupStoreOf(dataSource: DataSource): GroupStore {
+  let store = stores.get(dataSource);
+  if (!store) stores.set(dataSource, (store = createGroupStore(contextOf(dataSource))));
+  return store;
+}

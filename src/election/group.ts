@@ -1,0 +1,682 @@
+import { EventEmitter } from 'events';
+import type { DataSource } from 'typeorm';
+import { getDataSource } from '../db/default-data-source';
+import { ValidationError } from '../errors';
+import { DemotionReason, ElectorErrorPhase, LeaderElectorError, LeadershipEndedError } from './elector';
+import { Lease, MAX_TIMER_MS, PRUNE_INTERVAL_MS, TICK_JITTER } from './elector-options';
+import { assertEntitiesRegistered } from './entities-check';
+import { checkGroupOptions, CheckedGroupOptions, GroupTick, LeaderElectorGroupOptions } from './group-options';
+import { compareNs, fairShare, GroupElectOutcome, groupStoreOf, GroupStore } from './group-store';
+import type { VacateReason } from './history';
+import { LocalDeadline } from './monotonic';
+import { listenForLeaseChanges, ListenSubscriber } from './pg-listener';
+import { pruneExpiredCandidates, pruneHistory } from './prune';
+import { stopOnSignals } from './shutdown';
+import type { LeaseChange } from './store';
+import { ClockSkewAlarm, measureClockSkew } from './tick';
+import { checkNs } from './validate';
+
+/** An error a {@link LeaderElectorGroup} reports: `namespace` is the one concerned, or null for the whole group. */
+export class LeaderElectorGroupError extends LeaderElectorError {
+  /** The namespace concerned; null when the error is about the whole group (a failed tick). */
+  readonly namespace: string | null;
+
+  constructor(phase: ElectorErrorPhase, candidateId: string, namespace: string | null, message: string, cause: unknown) {
+    super(phase, { ns: namespace ?? '', candidateId }, message, cause);
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    this.message = `LeaderElectorGroup ${candidateId}${namespace === null ? '' : ` in namespace ${JSON.stringify(namespace)}`}: ${message}: ${detail}`;
+    this.namespace = namespace;
+  }
+}
+
+/** Events of a {@link LeaderElectorGroup}; every one names its namespace. */
+export interface LeaderElectorGroupEvents {
+  /** This group became leader of `lease.ns` (after `onStartedLeading` was called). */
+  elected: [lease: Lease];
+  /** Its leadership of `lease.ns` ended (the signal has aborted; after `onStoppedLeading` was called). */
+  demoted: [lease: Lease, reason: DemotionReason];
+  /** The observed leader or term of `ns` changed (`null, null` when known vacant). */
+  leader: [ns: string, leaderId: string | null, term: number | null];
+  /** A tick, the LISTEN connection, a callback, a hand-over or the stop failed; the loop carries on. */
+  error: [error: LeaderElectorGroupError];
+  /** After every tick: counts, duration and the database clock's skew. */
+  tick: [tick: GroupTick];
+}
+
+interface Leadership {
+  readonly lease: Lease;
+  readonly controller: AbortController;
+  deadline: LocalDeadline;
+  timer: NodeJS.Timeout | undefined;
+}
+
+type State = 'idle' | 'running' | 'stopping';
+
+/** When a group last started pruning each DataSource (monotonic ms). */
+const lastPrune = new WeakMap<DataSource, number>();
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, Math.min(ms, MAX_TIMER_MS)));
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * One process campaigning for many namespaces (one lease per scheduled job, shard or tenant) at
+ * the cost of one: each tick renews every held lease, acquires every vacant or expired one and
+ * heartbeats in ONE transaction for all namespaces (PostgreSQL: one statement), however many
+ * there are. See docs/group.md.
+ *
+ * Per namespace it keeps the guarantees of `LeaderElector`: a local deadline per lease (the
+ * monotonic time taken just before the tick that granted or renewed it was sent, plus
+ * `expireSeconds`), a term per namespace for fencing with `assertLeader(candidateId, { ns, term,
+ * session })`, a `Lease.signal` that aborts when that leadership ends, `onStoppedLeading` and
+ * `'demoted'` only for a leadership that started, priority and eligibility as the elector's.
+ * With `balance: true` the live eligible candidates of the namespaces share them evenly.
+ */
+export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
+  readonly #o: CheckedGroupOptions;
+  /** The namespaces, in the order they were given or added. */
+  readonly #namespaces: Set<string>;
+  #state: State = 'idle';
+  #dataSource: DataSource | undefined;
+  #store: GroupStore | undefined;
+  /** MySQL: namespaces whose leader row is known to exist (the tick skips creating them). */
+  readonly #known = new Set<string>();
+  readonly #leaderships = new Map<string, Leadership>();
+  readonly #observed = new Map<string, { leaderId: string | null; term: number | null; rank: number }>();
+  /** Namespaces whose lease is being given up (no local leadership); the reason their term ends with. */
+  readonly #giving = new Map<string, VacateReason>();
+  /** onStoppedLeading callbacks in flight, per namespace. */
+  readonly #stoppedCallbacks = new Map<string, Promise<void>>();
+  #vacating: Promise<void> | undefined;
+  #tickTimer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #tickAgain = false;
+  #run = 0;
+  #sendMetadata = true;
+  #starting: Promise<void> | undefined;
+  #stopping: Promise<void> | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+  #removeSignalHandlers: (() => void) | undefined;
+  #pruning: Promise<void> | undefined;
+  readonly #skewAlarm: ClockSkewAlarm;
+
+  /** Validates the options (throws {@link ValidationError} naming the option); touches no database. */
+  constructor(options?: LeaderElectorGroupOptions) {
+    super();
+    this.#o = checkGroupOptions(options);
+    this.#namespaces = new Set(this.#o.namespaces);
+    this.#skewAlarm = new ClockSkewAlarm(this.#o.clockSkewWarningSeconds);
+  }
+
+  /** This group's candidate UUID, lower-case (default: a random UUID). */
+  get candidateId(): string {
+    return this.#o.candidateId;
+  }
+
+  /** Lease and candidate expiry in seconds (default 60). */
+  get expireSeconds(): number {
+    return this.#o.expireSeconds;
+  }
+
+  /** The tick period in ms, ±10% jitter (default `expireSeconds * 1000 / 3`). */
+  get intervalMs(): number {
+    return this.#o.intervalMs;
+  }
+
+  /** Whether the namespaces are shared evenly with the other candidates (default false). */
+  get balance(): boolean {
+    return this.#o.balance;
+  }
+
+  /** The namespaces this group campaigns for now, in the order given and added. */
+  get namespaces(): readonly string[] {
+    return Object.freeze([...this.#namespaces]);
+  }
+
+  /** Whether the loop runs (between `start()` and `stop()`). */
+  get running(): boolean {
+    return this.#state === 'running';
+  }
+
+  /**
+   * Local and synchronous: true while this group holds the lease of `ns` and its local deadline
+   * has not passed (reading it after the deadline ends that leadership on the spot).
+   */
+  isLeader(ns: string): boolean {
+    return this.#current(ns) !== undefined;
+  }
+
+  /** The lease of `ns` if this group leads it now; null otherwise. */
+  lease(ns: string): Lease | null {
+    return this.#current(ns)?.lease ?? null;
+  }
+
+  /**
+   * The leases held now, by namespace: a snapshot (a new Map on each read), without leases whose
+   * local deadline has passed.
+   */
+  get leases(): ReadonlyMap<string, Lease> {
+    const held = new Map<string, Lease>();
+    for (const ns of [...this.#leaderships.keys()]) {
+      const leadership = this.#current(ns);
+      if (leadership) held.set(ns, leadership.lease);
+    }
+    return held;
+  }
+
+  /** The last observed leader of `ns` (ticks, and on PostgreSQL notifications); null if vacant or unknown. */
+  leaderOf(ns: string): string | null {
+    return this.#observed.get(ns)?.leaderId ?? null;
+  }
+
+  /**
+   * Campaigns for `ns` too (a no-op when it already does). While running, resolves after a tick
+   * that included it (run at once); database errors are reported as `'error'`, not thrown.
+   */
+  async add(ns: string): Promise<void> {
+    const checked = checkNs(ns === undefined ? null : ns, 'ns');
+    if (this.#namespaces.has(checked)) return;
+    this.#namespaces.add(checked);
+    this.#sendMetadata = true;
+    if (this.#state === 'running') await this.#tickLoop(true);
+  }
+
+  /**
+   * Stops campaigning for `ns` (a no-op when it does not). A held lease is resigned: its
+   * leadership ends at once (`'demoted'` with reason `stopped`), and once `onStoppedLeading` has
+   * settled the lease is vacated (history: `resigned`). Resolves after that; the candidate row of
+   * `ns` is left to expire.
+   */
+  async remove(ns: string): Promise<void> {
+    const checked = checkNs(ns === undefined ? null : ns, 'ns');
+    if (!this.#namespaces.delete(checked)) return;
+    if (this.#leaderships.has(checked)) {
+      this.#demote(checked, 'stopped');
+      this.#giving.set(checked, 'resigned');
+    }
+    if (this.#state === 'running' && this.#giving.has(checked)) await this.#flushVacates();
+  }
+
+  /**
+   * Starts the loop: on PostgreSQL LISTEN for lease changes of the namespaces, then the first
+   * tick, then one every `intervalMs` ±10%. Resolves after the first tick. Database errors do not
+   * reject it (they are reported as `'error'`); it rejects only without a usable DataSource.
+   * Harmless while running; after a `stop()` it waits for the stop to finish.
+   */
+  async start(): Promise<void> {
+    if (this.#stopping) await this.#stopping;
+    if (this.#state === 'running') return this.#starting;
+    const dataSource = this.#o.dataSource ?? getDataSource();
+    if (!dataSource.isInitialized) {
+      throw new ValidationError('options.dataSource', 'is not initialized: call `await initDb(dataSource)` before `group.start()`');
+    }
+    assertEntitiesRegistered(dataSource);
+    this.#dataSource = dataSource;
+    this.#store = groupStoreOf(dataSource);
+    this.#state = 'running';
+    this.#sendMetadata = true;
+    const run = this.#run;
+    const starting = (async () => {
+      if (this.#o.handleSignals) this.#removeSignalHandlers = stopOnSignals(this);
+      if (dataSource.options.type === 'postgres' && this.#o.listen) await this.#listen(dataSource, this.#o.listen.url);
+      if (this.#state !== 'running' || this.#run !== run) return;
+      await this.#tickLoop();
+    })();
+    this.#starting = starting;
+    return starting;
+  }
+
+  /**
+   * Ends every leadership at once (signals abort, `onStoppedLeading` and `'demoted'` with reason
+   * `stopped`), stops ticking, waits for a tick in flight and for the `onStoppedLeading`
+   * callbacks, then vacates every held lease and deletes this candidate's rows in ONE transaction
+   * (history: `unregistered`), so the others take over at once (PostgreSQL) or on their next tick.
+   * Never rejects; resolves within `stopTimeoutMs` whatever the database does (what has not
+   * settled by then is abandoned and reported as phase `stop`; held leases then run out).
+   */
+  stop(): Promise<void> {
+    if (this.#stopping) return this.#stopping;
+    if (this.#state !== 'running') return Promise.resolve();
+    this.#state = 'stopping';
+    clearTimeout(this.#tickTimer);
+    this.#tickTimer = undefined;
+    const held = new Map<string, number>();
+    for (const [ns, leadership] of this.#leaderships) held.set(ns, leadership.lease.term);
+    for (const ns of [...this.#leaderships.keys()]) this.#demote(ns, 'stopped');
+    const stopping = this.#stop(held).finally(() => {
+      this.#stopping = undefined;
+    });
+    this.#stopping = stopping;
+    return stopping;
+  }
+
+  async #stop(held: Map<string, number>): Promise<void> {
+    const stopBy = performance.now() + this.#o.stopTimeoutMs;
+    const left = () => stopBy - performance.now();
+    const pending: string[] = [];
+    if (!(await settlesWithin(Promise.all([this.#starting, this.#ticking, this.#vacating, this.#pruning]), left()))) {
+      pending.push('the tick in flight answering');
+    }
+    // A tick that answered meanwhile may have started leaderships: they end here too.
+    for (const [ns, leadership] of this.#leaderships) held.set(ns, leadership.lease.term);
+    for (const ns of [...this.#leaderships.keys()]) this.#demote(ns, 'stopped');
+    const finished = await settlesWithin(Promise.all([...this.#stoppedCallbacks.values()]), left());
+    if (!finished) pending.push('onStoppedLeading settling (the leases are left to run out, not vacated)');
+    const store = this.#store;
+    if (store && finished) {
+      const all = [...new Set([...this.#namespaces, ...this.#giving.keys()])];
+      let failed: unknown;
+      const vacating = store.vacate(all, this.candidateId, 'unregistered', true).catch((error: unknown) => {
+        failed = error ?? new Error('vacating failed');
+      });
+      if (!(await settlesWithin(vacating, left()))) pending.push('vacating the leases');
+      else if (failed !== undefined) this.#report('stop', null, 'vacating the leases failed; they and the candidate rows will expire by themselves', failed);
+      else for (const [ns, term] of held) this.#observe(ns, null, term);
+      this.#giving.clear();
+    }
+    const unlisten = this.#unlisten;
+    this.#unlisten = undefined;
+    if (unlisten) await settlesWithin(unlisten().catch((error: unknown) => this.#report('listen', null, 'closing the LISTEN connection failed', error)), left());
+    if (pending.length > 0) {
+      this.#report(
+        'stop',
+        null,
+        `stop() resolved after stopTimeoutMs (${this.#o.stopTimeoutMs} ms) without ${pending.join(', ')}`,
+        new Error('abandoned: a lease still held at the database runs out by itself'),
+      );
+    }
+    this.#ticking = undefined;
+    this.#vacating = undefined;
+    this.#starting = undefined;
+    this.#run++;
+    this.#removeSignalHandlers?.();
+    this.#removeSignalHandlers = undefined;
+    this.#state = 'idle';
+  }
+
+  /** Same as {@link stop}. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  // ---- the loop -------------------------------------------------------------------------------
+
+  /** Runs ticks until no extra one was requested, then schedules the next. Never rejects. */
+  async #tickLoop(again = false): Promise<void> {
+    if (this.#ticking) {
+      this.#tickAgain = true;
+      // A caller that needs a tick started after now (add) waits for the repeat too.
+      if (again) while (this.#ticking) await this.#ticking;
+      else await this.#ticking;
+      return;
+    }
+    clearTimeout(this.#tickTimer);
+    this.#tickTimer = undefined;
+    const run = this.#run;
+    const loop = async () => {
+      do {
+        this.#tickAgain = false;
+        await this.#tick(run);
+      } while (this.#tickAgain && this.#state === 'running' && this.#run === run);
+    };
+    const ticking = loop();
+    this.#ticking = ticking;
+    try {
+      await ticking;
+    } finally {
+      if (this.#ticking === ticking) this.#ticking = undefined;
+    }
+    if (this.#state === 'running' && this.#run === run) this.#schedule();
+  }
+
+  #schedule(): void {
+    clearTimeout(this.#tickTimer);
+    const jitter = 1 - TICK_JITTER + 2 * TICK_JITTER * Math.random();
+    this.#tickTimer = setTimeout(() => {
+      this.#tickTimer = undefined;
+      void this.#tickLoop();
+    }, this.#o.intervalMs * jitter);
+  }
+
+  #kick(): void {
+    if (this.#state === 'running') void this.#tickLoop();
+  }
+
+  async #tick(run: number): Promise<void> {
+    const store = this.#store;
+    if (!store) return;
+    const namespaces = [...this.#namespaces].sort(compareNs);
+    const deadline = LocalDeadline.startingNow(this.#o.clock, this.#o.expireSeconds * 1000);
+    const sentAtWallMs = deadline.startedAt.getTime();
+    const sentAt = performance.now();
+    const sendingMetadata = this.#sendMetadata;
+    let result: GroupElectOutcome;
+    try {
+      result = await store.elect(
+        {
+          namespaces,
+          candidateId: this.candidateId,
+          expireSeconds: this.#o.expireSeconds,
+          priority: this.#o.priority,
+          eligible: this.#o.eligible,
+          metadataJson: sendingMetadata ? this.#o.metadataJson : undefined,
+          balance: this.#o.balance,
+        },
+        { known: this.#known },
+      );
+    } catch (error) {
+      if (this.#run !== run) return;
+      const failure = this.#report('tick', null, `the group's tick failed (retrying in about ${Math.round(this.#o.intervalMs)} ms)`, error);
+      for (const ns of [...this.#leaderships.keys()]) this.#current(ns); // demotes leases whose deadline passed
+      this.#emitTick({ durationSeconds: (performance.now() - sentAt) / 1000, namespaces: namespaces.length, held: this.#leaderships.size, acquired: 0, lost: 0, members: 0, clockSkew: null, error: failure });
+      return;
+    }
+    if (this.#run !== run) return;
+    const durationMs = performance.now() - sentAt;
+    this.#sendMetadata = !sendingMetadata && result.unregistered > 0;
+    const counts = { acquired: 0, lost: 0 };
+    if (this.#state === 'running') {
+      this.#apply(result, deadline, counts);
+      void this.#flushVacates();
+      this.#maybePrune();
+    }
+    const clockSkew = measureClockSkew(result.databaseNow, sentAtWallMs, durationMs);
+    this.#emitTick({
+      durationSeconds: durationMs / 1000,
+      namespaces: namespaces.length,
+      held: this.#leaderships.size,
+      acquired: counts.acquired,
+      lost: counts.lost,
+      members: result.members.length,
+      clockSkew,
+      error: null,
+    });
+    const warning = this.#skewAlarm.check(clockSkew);
+    if (warning) this.#report('clock', null, warning, new Error('leases are judged by the database clock alone; check NTP on this host and the database server'));
+  }
+
+  #apply(result: GroupElectOutcome, deadline: LocalDeadline, counts: { acquired: number; lost: number }): void {
+    const me = this.candidateId;
+    const handOver: string[] = [];
+    for (const outcome of result.outcomes) {
+      const { ns } = outcome;
+      const current = this.#current(ns);
+      if (!this.#namespaces.has(ns)) {
+        // Removed while the tick was in flight: a lease it took or renewed is given up.
+        if (outcome.isLeader && !this.#giving.has(ns)) this.#giving.set(ns, 'resigned');
+        continue;
+      }
+      if (outcome.term === null) {
+        // Unknown this time (the row changed hands while its lock was awaited, or a racing first
+        // insert won): a leadership held here cannot be confirmed, so it ends.
+        if (current) {
+          this.#demote(ns, 'lost');
+          counts.lost++;
+        }
+        continue;
+      }
+      if (outcome.isLeader && (outcome.handOver || this.#giving.has(ns))) {
+        if (current) {
+          this.#demote(ns, 'handed-over');
+          counts.lost++;
+        }
+        if (!this.#giving.has(ns)) this.#giving.set(ns, 'handed-over');
+        this.#observe(ns, outcome.leaderId, outcome.term);
+        continue;
+      }
+      if (!outcome.isLeader && this.#giving.has(ns) && !this.#vacating) this.#giving.delete(ns);
+      if (outcome.isLeader && !deadline.passed) {
+        if (current && current.lease.term === outcome.term && !outcome.acquired) {
+          current.deadline = deadline;
+          this.#armDeadline(ns, current);
+        } else {
+          if (current) {
+            this.#demote(ns, 'lost');
+            counts.lost++;
+          }
+          this.#lead(ns, outcome.term, deadline);
+          counts.acquired++;
+        }
+      } else if (current && !(outcome.isLeader && outcome.term === current.lease.term)) {
+        this.#demote(ns, 'lost');
+        counts.lost++;
+      }
+      this.#observe(ns, outcome.leaderId, outcome.term);
+    }
+    if (this.#o.balance) {
+      // Surplus over the fair share goes back, as far as the others lack theirs.
+      const n = this.#namespaces.size;
+      const members = result.members;
+      const target = fairShare(n, members, me);
+      const heldBy = new Map<string, number>();
+      let vacant = 0;
+      for (const outcome of result.outcomes) {
+        if (!this.#namespaces.has(outcome.ns)) continue;
+        if (outcome.leaderId === null) vacant++;
+        else heldBy.set(outcome.leaderId, (heldBy.get(outcome.leaderId) ?? 0) + 1);
+      }
+      let deficit = 0;
+      for (const member of members) if (member !== me) deficit += Math.max(0, fairShare(n, members, member) - (heldBy.get(member) ?? 0));
+      const mine = [...this.#leaderships.keys()].sort(compareNs).reverse();
+      const give = Math.max(0, Math.min(mine.length - target, deficit - vacant));
+      for (const ns of mine.slice(0, give)) handOver.push(ns);
+    }
+    for (const ns of handOver) {
+      this.#demote(ns, 'handed-over');
+      counts.lost++;
+      this.#giving.set(ns, 'handed-over');
+    }
+  }
+
+  /**
+   * Vacates the leases being given up, once their `onStoppedLeading` callbacks have settled (the
+   * next leader starts after this one's work is finished), in one transaction per reason. Ticks
+   * keep renewing them meanwhile, so nobody else starts early. A failure is reported and retried
+   * after the next tick.
+   */
+  #flushVacates(): Promise<void> {
+    if (this.#vacating) return this.#vacating;
+    if (this.#giving.size === 0 || !this.#store) return Promise.resolve();
+    const store = this.#store;
+    const batch = new Map(this.#giving);
+    const vacating = (async () => {
+      await Promise.all([...batch.keys()].map((ns) => this.#stoppedCallbacks.get(ns)));
+      if (this.#state !== 'running') return;
+      for (const reason of new Set(batch.values())) {
+        const names = [...batch].filter(([, r]) => r === reason).map(([ns]) => ns);
+        try {
+          await store.vacate(names, this.candidateId, reason, false);
+          for (const ns of names) {
+            if (this.#giving.get(ns) === reason) this.#giving.delete(ns);
+            const observed = this.#observed.get(ns);
+            if (observed?.leaderId === this.candidateId && observed.term !== null) this.#observe(ns, null, observed.term);
+          }
+        } catch (error) {
+          this.#report('hand-over', null, `vacating ${names.length} lease(s) failed (retried after the next tick)`, error);
+        }
+      }
+    })();
+    const tracked = vacating.finally(() => {
+      if (this.#vacating === tracked) this.#vacating = undefined;
+    });
+    this.#vacating = tracked;
+    return tracked;
+  }
+
+  #maybePrune(): void {
+    const dataSource = this.#dataSource;
+    if (!dataSource || this.#pruning) return;
+    const now = performance.now();
+    const last = lastPrune.get(dataSource);
+    if (last !== undefined && now - last < PRUNE_INTERVAL_MS) return;
+    lastPrune.set(dataSource, now);
+    const run = this.#run;
+    const pruning: Promise<void> = pruneExpiredCandidates(dataSource, { retentionSeconds: this.#o.candidateRetentionSeconds })
+      .then(() => pruneHistory(dataSource, { retentionSeconds: this.#o.historyRetentionSeconds }))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if (this.#run === run) this.#report('prune', null, 'pruning expired candidates or old history failed (retried later)', error);
+        },
+      )
+      .finally(() => {
+        if (this.#pruning === pruning) this.#pruning = undefined;
+      });
+    this.#pruning = pruning;
+  }
+
+  // ---- leadership, per namespace ------------------------------------------------------------------
+
+  #current(ns: string): Leadership | undefined {
+    const leadership = this.#leaderships.get(ns);
+    if (leadership && leadership.deadline.passed) {
+      this.#demote(ns, 'lease-expired-locally');
+      return undefined;
+    }
+    return leadership;
+  }
+
+  #lead(ns: string, term: number, deadline: LocalDeadline): void {
+    const controller = new AbortController();
+    const lease: Lease = Object.freeze({ ns, candidateId: this.candidateId, term, signal: controller.signal });
+    const leadership: Leadership = { lease, controller, deadline, timer: undefined };
+    this.#leaderships.set(ns, leadership);
+    this.#armDeadline(ns, leadership);
+    const onStartedLeading = this.#o.onStartedLeading;
+    if (onStartedLeading) void this.#callback(ns, 'onStartedLeading', () => onStartedLeading(lease));
+    if (this.#leaderships.get(ns) === leadership) this.#emitSafely('elected', lease);
+  }
+
+  #armDeadline(ns: string, leadership: Leadership): void {
+    clearTimeout(leadership.timer);
+    const remaining = leadership.deadline.remainingMs();
+    if (remaining <= 0) {
+      if (this.#leaderships.get(ns) === leadership) this.#demote(ns, 'lease-expired-locally');
+      return;
+    }
+    leadership.timer = setTimeout(() => {
+      if (this.#leaderships.get(ns) !== leadership) return;
+      if (leadership.deadline.passed) this.#demote(ns, 'lease-expired-locally');
+      else this.#armDeadline(ns, leadership);
+    }, Math.min(remaining + 1, MAX_TIMER_MS));
+    leadership.timer.unref();
+  }
+
+  /** Ends the leadership of `ns`: isLeader false, signal aborted, onStoppedLeading, 'demoted' — in that order. */
+  #demote(ns: string, reason: DemotionReason): void {
+    const leadership = this.#leaderships.get(ns);
+    if (!leadership) return;
+    this.#leaderships.delete(ns);
+    clearTimeout(leadership.timer);
+    const { lease } = leadership;
+    leadership.controller.abort(new LeadershipEndedError(lease, reason));
+    const onStoppedLeading = this.#o.onStoppedLeading;
+    if (onStoppedLeading) {
+      const settled = this.#callback(ns, 'onStoppedLeading', () => onStoppedLeading(lease));
+      const previous = this.#stoppedCallbacks.get(ns);
+      const all = previous ? Promise.all([previous, settled]).then(() => undefined) : settled;
+      this.#stoppedCallbacks.set(ns, all);
+      void all.then(() => {
+        if (this.#stoppedCallbacks.get(ns) === all) this.#stoppedCallbacks.delete(ns);
+      });
+    }
+    this.#emitSafely('demoted', lease, reason);
+  }
+
+  #observe(ns: string, leaderId: string | null, term: number): void {
+    const rank = term * 2 + (leaderId === null ? 1 : 0);
+    const previous = this.#observed.get(ns) ?? { leaderId: null, term: null, rank: -1 };
+    if (rank <= previous.rank) return;
+    const observedTerm = leaderId === null ? null : term;
+    this.#observed.set(ns, { leaderId, term: observedTerm, rank });
+    if (previous.leaderId === leaderId && previous.term === observedTerm) return;
+    this.#emitSafely('leader', ns, leaderId, observedTerm);
+  }
+
+  // ---- PostgreSQL LISTEN ----------------------------------------------------------------------
+
+  async #listen(dataSource: DataSource, url: string | undefined): Promise<void> {
+    const subscriber: ListenSubscriber = {
+      ns: '',
+      matches: (ns) => this.#namespaces.has(ns),
+      onChange: (change) => this.#onLeaseChange(change),
+      onError: (error) => this.#report('listen', null, 'the PostgreSQL LISTEN connection failed (reconnecting with backoff; ticks go on)', error),
+      onResync: () => this.#kick(),
+      onUnavailable: (error) => this.#report('listen', null, 'LISTEN does not deliver notifications here; falling back to ticks', error),
+    };
+    this.#unlisten = await listenForLeaseChanges(dataSource, subscriber, { url });
+  }
+
+  #onLeaseChange(change: LeaseChange): void {
+    if (this.#state !== 'running') return;
+    const current = this.#leaderships.get(change.ns);
+    if (change.leaderId === null) {
+      if (current && change.term >= current.lease.term) this.#demote(change.ns, 'lost');
+      this.#observe(change.ns, null, change.term);
+      this.#kick();
+      return;
+    }
+    if (change.leaderId === this.candidateId) return;
+    if (current && change.term >= current.lease.term) this.#demote(change.ns, 'lost');
+    this.#observe(change.ns, change.leaderId, change.term);
+  }
+
+  // ---- errors -----------------------------------------------------------------------------------
+
+  #callback(ns: string, name: string, fn: () => unknown): Promise<void> {
+    const report = (error: unknown) => {
+      this.#report('callback', ns, `${name} threw`, error);
+    };
+    try {
+      return Promise.resolve(fn()).then(() => undefined, report);
+    } catch (error) {
+      report(error);
+      return Promise.resolve();
+    }
+  }
+
+  #emitTick(tick: Omit<GroupTick, 'candidateId'>): void {
+    this.#emitSafely('tick', Object.freeze({ candidateId: this.candidateId, ...tick }));
+  }
+
+  #emitSafely<K extends 'elected' | 'demoted' | 'leader' | 'tick'>(event: K, ...args: LeaderElectorGroupEvents[K]): void {
+    try {
+      (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
+    } catch (error) {
+      this.#report('callback', null, `a '${event}' listener threw`, error);
+    }
+  }
+
+  #report(phase: ElectorErrorPhase, ns: string | null, message: string, cause: unknown): LeaderElectorGroupError {
+    const error = new LeaderElectorGroupError(phase, this.candidateId, ns, message, cause);
+    if (this.listenerCount('error') > 0) {
+      try {
+        this.emit('error', error);
+        return error;
+      } catch (listenerError) {
+        this.#log(new LeaderElectorGroupError('callback', this.candidateId, null, "an 'error' listener threw", listenerError));
+      }
+    }
+    this.#log(error);
+    return error;
+  }
+
+  #log(error: LeaderElectorGroupError): void {
+    try {
+      this.#o.logger.error(`gemstone-utils: ${error.message}`, error);
+    } catch {
+      // A broken logger must not take the loop down with it.
+    }
+  }
+}
+
+export type { LeaderElectorGroupOptions, GroupTick } from './group-options';

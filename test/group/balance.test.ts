@@ -1,0 +1,96 @@
+/**
+ * `balance: true`: the live eligible groups of the same namespaces split them evenly (⌊N/k⌋ or
+ * ⌈N/k⌉ each) by voluntary hand-over, rebalance when one joins or dies, and then stay put (no
+ * flapping). Counts are read from the database; the time to settle is printed, bounds are generous.
+ */
+import type { DataSource } from 'typeorm';
+import type { LeaderElectorGroup } from 'gemstone-utils';
+import { describeEachDatabase, sleep } from '../support/databases';
+import { ns as freshNs } from '../support/rows';
+import { countsByLeader, namespaces, recordingGroup, waitFor } from './helpers';
+
+const EXPIRE = 5;
+const INTERVAL = 1_000;
+const N = 1_000;
+
+describeEachDatabase(
+  'LeaderElectorGroup balance',
+  (db) => {
+    const groups: LeaderElectorGroup[] = [];
+    afterEach(async () => {
+      await Promise.all(groups.splice(0).map((g) => g.stop()));
+    });
+
+    function settled(counts: Map<string | null, number>, members: readonly string[], n: number): boolean {
+      if ((counts.get(null) ?? 0) !== 0) return false;
+      const k = members.length;
+      return members.every((id) => {
+        const held = counts.get(id) ?? 0;
+        return held === Math.floor(n / k) || held === Math.ceil(n / k);
+      });
+    }
+
+    test(`three groups split ${N} namespaces evenly, stay put, and two take over from one that dies`, async () => {
+      const names = namespaces(freshNs(), N);
+      const sources: DataSource[] = [await db.connect(), await db.connect(), await db.connect()];
+      const recorded = sources.map((dataSource) => recordingGroup(dataSource, { namespaces: names, balance: true, expireSeconds: EXPIRE, intervalMs: INTERVAL }));
+      groups.push(...recorded.map((r) => r.group));
+      const ds = sources[0]!;
+      const ids = recorded.map((r) => r.group.candidateId);
+
+      await recorded[0]!.group.start();
+      expect(recorded[0]!.group.leases.size).toBe(N); // alone: takes every namespace
+      await recorded[1]!.group.start();
+      await recorded[2]!.group.start();
+      const joinedAt = performance.now();
+      const took = await waitFor('an even split', async () => settled(await countsByLeader(ds, names), ids, N), 30_000, 200);
+      console.log(`balance [${db.name}]: ${N} namespaces split 3 ways ${Math.round(took)} ms after the last join (tick ${INTERVAL} ms)`);
+      const counts = await countsByLeader(ds, names);
+      expect(ids.map((id) => counts.get(id)).sort()).toEqual([333, 333, 334]);
+      // Within a few ticks of the last join (generous under load).
+      expect(performance.now() - joinedAt).toBeLessThan(20 * INTERVAL);
+      // Local views agree with the database.
+      await waitFor('local views', () => recorded.every((r, i) => r.group.leases.size === counts.get(ids[i]!)), 10_000);
+
+      // No flapping: three more ticks change nothing.
+      const before = recorded.map((r) => r.events.length);
+      await sleep(3.5 * INTERVAL);
+      expect(recorded.map((r) => r.events.length)).toEqual(before);
+      expect(ids.map((id) => counts.get(id)).sort()).toEqual([333, 333, 334]);
+
+      // One dies without handing over (its DataSource is gone): after its leases run out the two
+      // others split the namespaces 500/500.
+      const dead = recorded[2]!;
+      await sources[2]!.destroy();
+      const diedAt = performance.now();
+      const survivors = ids.slice(0, 2);
+      const retook = await waitFor('an even split between the survivors', async () => settled(await countsByLeader(ds, names), survivors, N), 60_000, 200);
+      console.log(`balance [${db.name}]: survivors split ${N} namespaces ${Math.round(retook)} ms after the crash (lease ${EXPIRE} s)`);
+      expect(performance.now() - diedAt).toBeLessThan(EXPIRE * 1000 + 25 * INTERVAL);
+      const after = await countsByLeader(ds, names);
+      expect(survivors.map((id) => after.get(id))).toEqual([500, 500]);
+      // The dead group ended its leaderships by its own deadline.
+      expect(dead.group.leases.size).toBe(0);
+      for (const r of recorded.slice(0, 2)) expect(r.errors).toEqual([]);
+    });
+
+    test('a group that joins with a lower priority takes nothing; an ineligible one takes nothing', async () => {
+      const names = namespaces(freshNs(), 30);
+      const a = recordingGroup(await db.connect(), { namespaces: names, balance: true, expireSeconds: EXPIRE, intervalMs: INTERVAL, priority: 1 });
+      const b = recordingGroup(await db.connect(), { namespaces: names, balance: true, expireSeconds: EXPIRE, intervalMs: INTERVAL });
+      const c = recordingGroup(await db.connect(), { namespaces: names, balance: true, expireSeconds: EXPIRE, intervalMs: INTERVAL, eligible: false });
+      groups.push(a.group, b.group, c.group);
+      await a.group.start();
+      await b.group.start();
+      await c.group.start();
+      await sleep(3.5 * INTERVAL);
+      expect(a.group.leases.size).toBe(30);
+      expect(b.group.leases.size).toBe(0);
+      expect(c.group.leases.size).toBe(0);
+      expect(b.events).toEqual([]);
+      expect(c.events).toEqual([]);
+      for (const r of [a, b, c]) expect(r.errors).toEqual([]);
+    });
+  },
+  { sharedOnly: true },
+);
