@@ -175,7 +175,10 @@ export function renderMarkdown(report: BenchReport): string {
   if (group.length) {
     const g0 = group[0]![1].group!;
     const sizes = g0.sizes;
-    out.push(`### Many leases per process: LeaderElectorGroup, ${sizes.processes} processes, lease ${sizes.expireSeconds} s, tick ${sizes.intervalMs} ms`);
+    out.push(
+      `### Many leases per process: LeaderElectorGroup, ${sizes.processes} processes, lease ${sizes.expireSeconds} s, tick ${sizes.intervalMs} ms` +
+        (sizes.large ? ` (from ${n(sizes.large.from)} namespaces: lease ${sizes.large.expireSeconds} s, tick ${sizes.large.intervalMs} ms)` : ''),
+    );
     if (group.some(([, r]) => r.group!.points.length)) {
     out.push(
       
