@@ -123,11 +123,13 @@ WHERE ns = ${ns} AND ended_at IS NULL
     /**
      * Opens the history row of the leader row's current term (run it AFTER the acquisition, in
      * the same transaction). A row left with the same term by an earlier life of the namespace
-     * (its leader row deleted by hand) is overwritten.
+     * (its leader row deleted by hand) is overwritten. Acquired at the acquiring statement's
+     * instant (the leader row's `updated_at`), not this statement's: on a busy server the two
+     * statements run milliseconds apart, and the term's length must be its lease's.
      */
     openTerm(ns: string): SqlFragment {
       return sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
-SELECT l.ns, l.term, l.leader_id, ${d.now}, NULL, NULL FROM ${leaders} l WHERE l.ns = ${ns} AND l.leader_id IS NOT NULL
+SELECT l.ns, l.term, l.leader_id, l.updated_at, NULL, NULL FROM ${leaders} l WHERE l.ns = ${ns} AND l.leader_id IS NOT NULL
 ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`;
     },
 
