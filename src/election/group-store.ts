@@ -418,9 +418,11 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
   AND NOT EXISTS (SELECT 1 FROM ${history.text} h WHERE h.ns = ${l}.ns AND h.term = ${l}.term AND h.ended_at IS NULL)))`);
     const rivalOf = (l: string) =>
       sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${raw(l)}.ns AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${now})`;
-    const members = sql`WITH others AS (
-  SELECT candidate_id, MAX(priority) AS p FROM ${candidates} WHERE ns ${inNs} AND candidate_id <> ${me} AND eligible AND expires_at > ${now}
-  GROUP BY candidate_id
+    // The other live eligible candidates of the namespaces (one pass over their rows).
+    const members = sql`WITH rivals AS (
+  SELECT ns, candidate_id, priority FROM ${candidates} WHERE ns ${inNs} AND candidate_id <> ${me} AND eligible AND expires_at > ${now}
+), others AS (
+  SELECT candidate_id, MAX(priority) AS p FROM rivals GROUP BY candidate_id
 ), top AS (
   SELECT MAX(p) AS p FROM (SELECT p FROM others UNION ALL SELECT ${input.priority} WHERE ${eligible} = 1)
 ), members AS (
@@ -438,9 +440,6 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
     const metaValue = input.metadataJson === undefined ? sql`` : sql`, ${input.metadataJson}`;
     const metaSet = input.metadataJson === undefined ? sql`` : sql`, metadata = ${input.metadataJson}`;
     const statements = [
-      sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) SELECT i.value, NULL, NULL, ${now}, 0 FROM json_each(${nsJson}) i
-WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.value)
-${d.insertIfAbsent(['ns'])}`,
       // before: the leases the caller holds (the others cannot have been renewed), as ONE JSON
       // value: one row to hand to JavaScript instead of one per namespace.
       sql`SELECT json_group_object(l.ns, l.term) AS held FROM ${leaders} l WHERE l.ns ${inNs} AND l.leader_id = ${me} AND l.lease_expires_at > ${now}`,
@@ -451,6 +450,12 @@ WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l
       // Renewals first: the fair share counts what is held.
       sql`UPDATE ${leaders} SET lease_expires_at = ${until}, updated_at = ${now}
 WHERE ns ${inNs} AND leader_id = ${me} AND NOT ${over(leaders.text)}`,
+      // The leader rows the group has not created yet (vacant), unless the renewal just above
+      // renewed every namespace (changes()): no row can be missing then.
+      sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
+SELECT i.value, NULL, NULL, ${now}, 0 FROM (SELECT value FROM json_each(${nsJson}) WHERE changes() < ${n}) i
+WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.value)
+${d.insertIfAbsent(['ns'])}`,
       sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${me}, lease_expires_at = ${until}, updated_at = ${now}
 WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inNs} AND ${over('l')} AND ${eligible} = 1
   AND COALESCE(${rivalOf('l')} > ${input.priority}, 0) = 0 ORDER BY l.ns LIMIT ${limit})`,
@@ -460,11 +465,12 @@ SELECT l.ns, l.term, l.leader_id, ${now}, NULL, NULL FROM ${leaders} l
 WHERE l.ns IN (SELECT value FROM json_each(${nsJson}) WHERE changes() > 0) AND l.leader_id = ${me} AND l.lease_expires_at > ${now}
   AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
 ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
-      // Heartbeat of the caller's candidate rows, then the missing ones: changes() counts them.
+      // Heartbeat of the caller's candidate rows, then the missing ones (none when the heartbeat
+      // changed every namespace's row); the changes() of that INSERT counts them.
       sql`UPDATE ${candidates} SET last_heartbeat_at = ${now}, expires_at = ${until}, priority = ${input.priority}, eligible = ${eligible}${metaSet}
 WHERE ns ${inNs} AND candidate_id = ${me}`,
       sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn})
-SELECT i.value, ${me}, ${now}, ${until}, ${input.priority}, ${eligible}${metaValue} FROM json_each(${nsJson}) i
+SELECT i.value, ${me}, ${now}, ${until}, ${input.priority}, ${eligible}${metaValue} FROM (SELECT value FROM json_each(${nsJson}) WHERE changes() < ${n}) i
 WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = i.value AND c.candidate_id = ${me})
 ${d.insertIfAbsent(['ns', 'candidate_id'])}`,
       // after, in one row: the rows as JSON, how many candidate rows the INSERT above created, the
@@ -472,13 +478,12 @@ ${d.insertIfAbsent(['ns', 'candidate_id'])}`,
       sql`${members} SELECT changes() AS unregistered,
   (SELECT json_group_array(json_array(l.ns, l.leader_id, l.term, CASE WHEN l.leader_id IS NOT NULL AND l.lease_expires_at > ${now} THEN 1 ELSE 0 END))
     FROM ${leaders} l WHERE l.ns ${inNs}) AS rows,
-  (SELECT json_group_array(DISTINCT c.ns) FROM ${candidates} c WHERE c.ns ${inNs} AND c.candidate_id <> ${me} AND c.eligible
-    AND c.expires_at > ${now} AND c.priority > ${input.priority}) AS outranked,
+  (SELECT json_group_array(DISTINCT ns) FROM rivals WHERE priority > ${input.priority}) AS outranked,
   (SELECT json_group_array(candidate_id) FROM members) AS members,
   ${d.now} AS db_now`,
     ];
     const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
-    const held = JSON.parse(String(results[1]?.[0]?.held ?? '{}')) as Record<string, number>;
+    const held = JSON.parse(String(results[0]?.[0]?.held ?? '{}')) as Record<string, number>;
     const last = results[statements.length - 1]?.[0] ?? {};
     const unregistered = Number(last.unregistered ?? 0);
     const after = new Map<string, [string, string | null, number, number]>();
