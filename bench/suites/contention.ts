@@ -32,6 +32,8 @@ export interface ContentionSide {
   errorSamples: string[];
   /** Exactly one leader at the end of every repetition (checked in the database; for the library also by the callers' outcomes). */
   exactlyOneLeader: boolean;
+  /** Starved candidates: the most, in one repetition, that completed no call inside the window. */
+  starved: number;
 }
 
 export interface ContentionPoint {
@@ -92,6 +94,9 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
         for (let rep = 0; rep < sizes.reps; rep++) {
           for (const mode of ['library', 'baseline'] as const) {
             await Promise.all(candidates.map((c) => c.send({ type: 'open', mode })));
+            // The first candidate leads at the start of every run, whatever the slow start of many
+            // workers on a loaded machine took (untimed; a lapsed lease is taken again).
+            await election.elect(leader, { ns: namespaces[mode] });
             const measureFrom = Date.now() + 100 + sizes.warmupMs;
             const until = measureFrom + sizes.durationMs;
             const reports = await Promise.all(candidates.map((c) => c.send<ContentionRunReport>({ type: 'run', ns: namespaces[mode], measureFrom, until })));
@@ -114,6 +119,7 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
             const s = summarize(all);
             const f = followers.length ? summarize(followers) : null;
             reps[mode].push({
+              starved: idle,
               p50: s.p50,
               p99: s.p99,
               followerP50: f?.p50 ?? null,
@@ -139,6 +145,7 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
         errors: outcomes.reduce((sum, o) => sum + o.errors.length, 0),
         errorSamples: outcomes.flatMap((o) => o.errors).slice(0, 5),
         exactlyOneLeader: outcomes.every((o) => o.exactlyOneLeader),
+        starved: Math.max(0, ...outcomes.map((o) => o.starved)),
       });
       points.push({
         concurrency,

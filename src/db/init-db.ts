@@ -7,7 +7,7 @@ import { installPluginTables } from './plugin-tables';
 import { entityName, GemstoneDB } from './registry';
 import { backoff, execute, sleep } from './session';
 import { sql } from './sql';
-import { outsideTransactions } from './sqlite-atomic';
+import { outsideTransactions, registerSqliteConnection } from './sqlite-atomic';
 import { DEFAULT_DB_URL, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, optionsFromUrl } from './url';
 
 /** Default of {@link InitDbOptions.createTables}. */
@@ -167,6 +167,7 @@ export async function initDb(target?: InitDbTarget, options: InitDbOptions = {})
     throw error;
   }
   await ensureSqliteBusyTimeout(dataSource);
+  registerSqliteConnection(dataSource);
   if (createTables) {
     for (const installer of GemstoneDB.installers) await installer.install(dataSource);
     await installPluginTables(dataSource);

@@ -25,6 +25,9 @@ export const DEFAULT_SQLITE_WAIT_MS = 5000;
 /** The parts of a better-sqlite3 `Database` the library uses. */
 interface BetterSqliteDatabase {
   readonly inTransaction: boolean;
+  /** The database file (as opened). */
+  readonly name: string;
+  readonly open: boolean;
   prepare(text: string): BetterSqliteStatement;
 }
 
@@ -132,8 +135,78 @@ function isBusy(error: unknown): boolean {
   return /^SQLITE_(BUSY|LOCKED)/.test(String(code)) || /database is locked|SQLITE_BUSY/i.test(String(message));
 }
 
-/** Jittered wait before retry `attempt` of a busy database: 5 ms doubling to 250 ms. */
+/**
+ * better-sqlite3: how long (milliseconds) a step may wait for another connection's write lock
+ * inside SQLite, asleep in its busy handler (1, 2, 5, 10, 15, 20, 25, … 50, 100 ms between tries
+ * of the lock), never longer than the connection's own `busy_timeout`; the event loop waits as
+ * long. Holders in other threads and processes keep the lock well under a millisecond per
+ * call of the library, so waits end long before. Retrying from JavaScript instead costs CPU at
+ * every try, which the holder needs: with dozens of writers on few cores that starved the holder
+ * and everyone behind it. A holder in THIS thread — a transaction open across an `await` on
+ * another DataSource of the file — could not finish while the event loop waits: when the library
+ * knows of one (see {@link connectionsInThisThread}) it waits {@link SYNC_BUSY_RETRY_WAIT_MS} at
+ * most, between asynchronous pauses that let it run.
+ */
+const SYNC_BUSY_WAIT_MS = 250;
+
+/** better-sqlite3: the longest wait inside SQLite while a connection of this thread holds a transaction (milliseconds). */
+const SYNC_BUSY_RETRY_WAIT_MS = 3;
+
+/**
+ * The better-sqlite3 connections of this thread that the library has seen (initDb, its calls):
+ * a transaction open on one of them, on the same file, may hold the write lock another one waits
+ * for. (Module state is per thread: worker threads have their own.)
+ */
+const connectionsInThisThread = new Set<WeakRef<BetterSqliteDatabase>>();
+const registered = new WeakSet<BetterSqliteDatabase>();
+
+/** Remembers the DataSource's better-sqlite3 connection as one of this thread's (see {@link connectionsInThisThread}). */
+export function registerSqliteConnection(dataSource: DataSource): void {
+  const db = betterSqlite(dataSource);
+  if (db) remember(db);
+}
+
+function remember(db: BetterSqliteDatabase): void {
+  if (registered.has(db)) return;
+  registered.add(db);
+  connectionsInThisThread.add(new WeakRef(db));
+}
+
+/** Whether another connection of this thread to the same file has a transaction open. */
+function transactionElsewhereInThisThread(db: BetterSqliteDatabase): boolean {
+  for (const ref of connectionsInThisThread) {
+    const other = ref.deref();
+    if (!other || !other.open) {
+      connectionsInThisThread.delete(ref);
+      continue;
+    }
+    if (other !== db && other.inTransaction && other.name === db.name) return true;
+  }
+  return false;
+}
+
+/** How long the next attempt of a step on `db` may wait for the write lock inside SQLite. */
+function syncBusyWait(db: BetterSqliteDatabase): number {
+  return transactionElsewhereInThisThread(db) ? SYNC_BUSY_RETRY_WAIT_MS : SYNC_BUSY_WAIT_MS;
+}
+
+/**
+ * Wait before retry `attempt` of a busy database: 1 to 5 ms, jittered, never growing further.
+ * A wait that grows with the attempts is unfair: under contention the callers that already waited
+ * longest would try least often, and some would never get the lock (measured: with 64 writers
+ * on one file, several completed no call in two seconds). Short bounded waits give every waiter
+ * the same chance at each release of the lock; the limit of the whole wait is `waitMs`.
+ */
 function busyBackoff(attempt: number): number {
+  return 1 + Math.random() * Math.min(4, 1 + attempt);
+}
+
+/**
+ * sqlite3: jittered wait before retry `attempt` of a busy database, 5 ms doubling to 250 ms. Its
+ * attempts are not cheap: a failed one still runs its queued statements one by one (see
+ * `queueSerialized`), so retrying as often as on better-sqlite3 would crowd the connection.
+ */
+function queuedBusyBackoff(attempt: number): number {
   return Math.min(250, 5 * 2 ** attempt) * (0.5 + Math.random());
 }
 
@@ -142,6 +215,104 @@ export interface ProgramOptions {
   readonly transaction: boolean;
   /** See {@link DEFAULT_SQLITE_WAIT_MS}. */
   readonly waitMs?: number;
+}
+
+/**
+ * The statements of a synchronous step (better-sqlite3): `run` executes one and returns its rows
+ * (for a write without RETURNING: none). `key` names the statement's shape — the same key always
+ * renders the same text — so its prepared statement is found without hashing the text.
+ */
+export interface SyncStep {
+  run(key: string, statement: SqlFragment): Rows;
+  /** Runs a {@link compile}d statement with its named inputs. */
+  runCompiled(statement: CompiledStatement, input: Readonly<Record<string, unknown>>): Rows;
+}
+
+/** A named input of a {@link compile}d statement: bound as a parameter at each run. */
+export class Slot {
+  constructor(readonly name: string) {}
+}
+
+/**
+ * A statement rendered once: its text, and its parameter values in order — constants, or
+ * {@link Slot}s filled from the input at each run. Its prepared statement is kept per connection.
+ */
+export interface CompiledStatement {
+  readonly text: string;
+  readonly values: readonly unknown[];
+  readonly prepared: WeakMap<object, unknown>;
+}
+
+/**
+ * Renders `statement` once (built with the `sql` tag, so every value is a parameter; put a
+ * {@link Slot} where a value changes from run to run): a hot statement is then neither rebuilt,
+ * rendered nor looked up by its text at each run.
+ */
+export function compile(statement: SqlFragment): CompiledStatement {
+  const { text, values } = render(statement, 'question');
+  return Object.freeze({ text, values, prepared: new WeakMap<object, unknown>() });
+}
+
+/** Whether the DataSource runs on better-sqlite3 (synchronous steps via {@link runSyncStep}). */
+export function isBetterSqlite(dataSource: DataSource): boolean {
+  return betterSqlite(dataSource) !== undefined;
+}
+
+/** Logs statements through the DataSource's logger, as TypeORM logs its own queries. */
+function loggerOf(dataSource: DataSource): Log {
+  // (The connection settings this module changes around a step are not logged: they are not
+  // statements of the call.)
+  return {
+    sent: (text, values) => dataSource.logger.logQuery(text, [...values]),
+    error: (error, text, values) => dataSource.logger.logQueryError(error instanceof Error ? error : String(error), text, [...values]),
+  };
+}
+
+/**
+ * Retries `attempt` while it fails because another connection holds the write lock (it ends by
+ * itself: wait without blocking), up to `waitMs` since the first attempt.
+ */
+async function retryWhileBusy<T>(waitMs: number, attempt: () => Promise<T>, backoff: (attempt: number) => number = busyBackoff): Promise<T> {
+  const since = Date.now();
+  for (let tries = 0; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isBusy(error) || Date.now() - since >= waitMs) throw error;
+      await sleep(backoff(tries));
+    }
+  }
+}
+
+/**
+ * better-sqlite3: runs `work` synchronously — in one turn of the event loop, so nothing else can
+ * send a statement on the shared connection meanwhile — once no transaction is open on it, in a
+ * transaction of its own (`BEGIN IMMEDIATE` … `COMMIT`, rolled back when `work` throws) when
+ * `transaction` is true. `work` may decide in JavaScript between its statements: it holds the
+ * database write lock throughout. A busy database is retried (see {@link busyBackoff}), so
+ * `work` may run more than once: it must have no effect outside the database.
+ */
+export function runSyncStep<T>(dataSource: DataSource, work: (step: SyncStep) => T, options: ProgramOptions): Promise<T> {
+  const db = betterSqlite(dataSource);
+  try {
+    refuseInsideTransactionScope(dataSource);
+    if (!db) throw new Error('gemstone-utils: runSyncStep needs a better-sqlite3 DataSource');
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  remember(db);
+  const log = loggerOf(dataSource);
+  // The common case at once, in this turn: no transaction open, the write lock free (or freed
+  // within the wait). No await before it, so nothing can open a transaction in between.
+  if (!transactionOpen(dataSource)) {
+    try {
+      return Promise.resolve(runSynchronously(db, work, options.transaction, log, syncBusyWait(db)));
+    } catch (error) {
+      if (!isBusy(error)) return Promise.reject(error);
+    }
+  }
+  const waitMs = options.waitMs ?? DEFAULT_SQLITE_WAIT_MS;
+  return retryWhileBusy(waitMs, () => whenNoTransaction(dataSource, waitMs, () => runSynchronously(db, work, options.transaction, log, syncBusyWait(db))));
 }
 
 /**
@@ -155,29 +326,18 @@ export async function runProgram(
   statements: readonly SqlFragment[],
   options: ProgramOptions,
 ): Promise<Rows[]> {
+  if (isBetterSqlite(dataSource)) {
+    return runSyncStep(dataSource, (step) => statements.map((statement) => step.run('', statement)), options);
+  }
   refuseInsideTransactionScope(dataSource);
   const waitMs = options.waitMs ?? DEFAULT_SQLITE_WAIT_MS;
   const rendered = statements.map((s) => render(s, 'question'));
-  const db = betterSqlite(dataSource);
-  const since = Date.now();
-  // Through the DataSource's logger, as TypeORM logs its own queries (the connection settings
-  // this module changes around a program are not logged: they are not statements of the call).
-  const log: Log = {
-    sent: (text, values) => dataSource.logger.logQuery(text, [...values]),
-    error: (error, text, values) => dataSource.logger.logQueryError(error instanceof Error ? error : String(error), text, [...values]),
-  };
-  for (let attempt = 0; ; attempt++) {
-    try {
-      if (db) return await whenNoTransaction(dataSource, waitMs, () => runSynchronously(db, rendered, options.transaction, log));
-      const sqlite3 = connectionOf(dataSource) as Sqlite3Database;
-      const busyTimeout = await readBusyTimeout(sqlite3);
-      return await (await whenNoTransaction(dataSource, waitMs, () => queueSerialized(sqlite3, rendered, options.transaction, busyTimeout, log)));
-    } catch (error) {
-      // Another connection holds the write lock: it ends by itself, so wait (without blocking).
-      if (!isBusy(error) || Date.now() - since >= waitMs) throw error;
-      await sleep(busyBackoff(attempt));
-    }
-  }
+  const log = loggerOf(dataSource);
+  const sqlite3 = connectionOf(dataSource) as Sqlite3Database;
+  return retryWhileBusy(waitMs, async () => {
+    const busyTimeout = await readBusyTimeout(sqlite3);
+    return await (await whenNoTransaction(dataSource, waitMs, () => queueSerialized(sqlite3, rendered, options.transaction, busyTimeout, log)));
+  }, queuedBusyBackoff);
 }
 
 interface Log {
@@ -185,38 +345,63 @@ interface Log {
   error(error: unknown, text: string, values: readonly unknown[]): void;
 }
 
-function runSynchronously(
-  db: BetterSqliteDatabase,
-  rendered: readonly { text: string; values: readonly unknown[] }[],
-  transaction: boolean,
-  log: Log,
-): Rows[] {
-  const run = (text: string, values: readonly unknown[] = []): Rows => {
+/** Prepared statements by key (see {@link SyncStep}), per connection. */
+const keyedStatements = new WeakMap<BetterSqliteDatabase, Map<string, { text: string; statement: BetterSqliteStatement }>>();
+
+function preparedByKey(db: BetterSqliteDatabase, key: string, text: string): BetterSqliteStatement {
+  // No key: by text, in the bounded cache.
+  if (key === '') return prepared(db, text);
+  let cache = keyedStatements.get(db);
+  if (!cache) keyedStatements.set(db, (cache = new Map()));
+  const entry = cache.get(key);
+  // Comparing is cheaper than hashing a fresh text; a key reused for another text is re-prepared.
+  if (entry && entry.text === text) return entry.statement;
+  const statement = db.prepare(text);
+  cache.set(key, { text, statement });
+  return statement;
+}
+
+function runSynchronously<T>(db: BetterSqliteDatabase, work: (step: SyncStep) => T, transaction: boolean, log: Log, busyWaitMs: number): T {
+  const run = (key: string, statement: SqlFragment | string): Rows => {
+    const { text, values } = typeof statement === 'string' ? { text: statement, values: [] as readonly unknown[] } : render(statement, 'question');
     log.sent(text, values);
     try {
-      return execute(prepared(db, text), values);
+      return execute(preparedByKey(db, key, text), values);
     } catch (error) {
       log.error(error, text, values);
       throw error;
     }
   };
-  // A synchronous wait for another connection's lock would block the whole event loop, and with
-  // it the holder if it lives in this process: fail at once instead, and retry asynchronously.
-  const busyRow = execute(prepared(db, 'PRAGMA busy_timeout'), [])[0];
-  const busyTimeout = Number(busyRow ? Object.values(busyRow)[0] : 0);
-  execute(prepared(db, 'PRAGMA busy_timeout = 0'), []);
-  try {
-    if (transaction) run('BEGIN IMMEDIATE');
+  const runCompiled = (statement: CompiledStatement, input: Readonly<Record<string, unknown>>): Rows => {
+    const values = statement.values.map((value) => (value instanceof Slot ? input[value.name] : value));
+    log.sent(statement.text, values);
     try {
-      const results = rendered.map(({ text, values }) => run(text, values));
-      if (transaction) run('COMMIT');
-      return results;
+      let prepared = statement.prepared.get(db) as BetterSqliteStatement | undefined;
+      if (!prepared) statement.prepared.set(db, (prepared = db.prepare(statement.text)));
+      return execute(prepared, values);
     } catch (error) {
-      if (transaction && db.inTransaction) run('ROLLBACK');
+      log.error(error, statement.text, values);
+      throw error;
+    }
+  };
+  // A long synchronous wait for another connection's lock would block the whole event loop, and
+  // with it the holder if it lives in this process: wait briefly at most, then retry asynchronously.
+  const busyRow = execute(preparedByKey(db, 'pragma:read', 'PRAGMA busy_timeout'), [])[0];
+  const busyTimeout = Math.max(0, Math.floor(Number(busyRow ? Object.values(busyRow)[0] : 0))) || 0;
+  const briefWait = Math.min(busyTimeout, busyWaitMs);
+  if (briefWait !== busyTimeout) execute(preparedByKey(db, 'pragma:brief', `PRAGMA busy_timeout = ${briefWait}`), []);
+  try {
+    if (transaction) run('begin', 'BEGIN IMMEDIATE');
+    try {
+      const result = work({ run, runCompiled });
+      if (transaction) run('commit', 'COMMIT');
+      return result;
+    } catch (error) {
+      if (transaction && db.inTransaction) run('rollback', 'ROLLBACK');
       throw error;
     }
   } finally {
-    execute(prepared(db, `PRAGMA busy_timeout = ${Math.max(0, Math.floor(busyTimeout)) || 0}`), []);
+    if (briefWait !== busyTimeout) execute(preparedByKey(db, 'pragma:restore', `PRAGMA busy_timeout = ${busyTimeout}`), []);
   }
 }
 
@@ -298,6 +483,7 @@ export async function ownSqliteTransaction<T>(
   waitMs: number = DEFAULT_SQLITE_WAIT_MS,
 ): Promise<T> {
   refuseInsideTransactionScope(dataSource);
+  registerSqliteConnection(dataSource);
   const runner = sharedRunner(dataSource);
   // startTransaction marks the runner active before its first await: nobody can open another.
   await whenNoTransaction(dataSource, waitMs, () => runner.startTransaction());

@@ -5,12 +5,13 @@ import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, 
 import { NotLeaderError, ValidationError } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
 import { createSqlitePrograms, SqlitePrograms } from './sqlite-programs';
-import { createStore, decide, ElectionStore, LeaderRow, ObservedLeader } from './store';
+import { createStore, decide, ElectionStore, LeaderRow, MariadbFeatures, ObservedLeader } from './store';
 import { checkWatchOptions, LeaderWatch, MissedTerm, WatchOptions } from './watch';
 import { checkHistoryOptions, createHistoryStatements, GetHistoryOptions, HistoryEntry, HistoryStatements, VacateReason } from './history';
 import {
   CallOptions,
   CANDIDATE_OPTION_KEYS,
+  CandidateFields,
   CandidateMetadata,
   CandidateOptions,
   checkCallOptions,
@@ -123,6 +124,28 @@ function toInfo(row: LeaderRow): LeaderInfo {
     updatedAt: row.updatedAt,
     metadata: row.metadata,
   };
+}
+
+/** A follower's outcome: the lease of `row` is unexpired and held by someone else. */
+function followerOutcome(ns: string, row: LeaderRow, wasRegistered: boolean): ElectOutcome {
+  return { ns, leaderId: row.leaderId, term: row.term, isLeader: false, acquired: false, handOver: false, wasRegistered, databaseNow: row.now };
+}
+
+/** MariaDB: the renewal in one statement (see `store.renewInOneStatement`); undefined when it did not match. */
+async function renewInOneStatement(
+  m: EntityManager,
+  store: ElectionStore,
+  ns: string,
+  id: string,
+  term: number,
+  expire: number,
+  fields: CandidateFields,
+): Promise<ElectOutcome | undefined> {
+  const renewed = await store.renewInOneStatement(m, ns, id, term, expire, fields);
+  // Autocommit off on this connection: the statement opened a transaction; it is ours to end.
+  if (renewed.inTransaction) await m.query('COMMIT');
+  if (!renewed.matched) return undefined;
+  return { ns, leaderId: id, term, isLeader: true, acquired: false, handOver: false, wasRegistered: true, databaseNow: renewed.databaseNow as Date };
 }
 
 /**
@@ -255,64 +278,156 @@ export class ElectionService {
       if (decision) return { ns, ...decision };
     }
     const joined = runnerOf(session)?.isTransactionActive === true;
-    return inTransaction(dataSource, session, async (m) => {
-      let rowExists = false;
+    if (session === undefined && store.followerReadsFirst) {
+      const features = await store.mariadb();
+      if (features) return this.#electMariadb(dataSource, store, features, ns, id, expire, fields);
+    }
+    const outcome = await inTransaction(dataSource, session, async (m) => {
       // MySQL follower fast path (see `store.followerReadsFirst`): only in a transaction of our
       // own, whose first consistent read is current; a caller's may hold an older snapshot.
       if (store.followerReadsFirst && !joined) {
         const seen = await store.readLeaderFor(m, ns, id);
         if (seen?.row.live && seen.row.leaderId !== id) {
           await store.touchCandidate(m, ns, id, expire, fields);
-          const { row } = seen;
-          return {
-            ns,
-            leaderId: row.leaderId,
-            term: row.term,
-            isLeader: false,
-            acquired: false,
-            handOver: false,
-            wasRegistered: seen.registered,
-            databaseNow: row.now,
-          };
+          return followerOutcome(ns, seen.row, seen.registered);
         }
-        rowExists = seen !== undefined;
+        return this.#electLocked(m, dataSource, store, ns, id, expire, fields, seen !== undefined);
       }
-      // MySQL: a locking read of a missing row takes gap locks that deadlock a later insert;
-      // SQLite: the first write takes the database lock. Both create the row first, unless it
-      // was just seen (a locking read of an existing row takes no gap lock).
-      const insertFirst = store.insertsLeaderRowFirst && !rowExists;
-      if (insertFirst) await store.ensureLeaderRow(m, ns);
-      let locked = await store.lockLeaderFor(m, ns, 'write', insertFirst, id);
-      if (!locked) {
-        await store.ensureLeaderRow(m, ns);
-        locked = await store.lockLeaderFor(m, ns, 'write', true, id);
-      }
-      if (!locked) throw new Error(`gemstone-utils: leader row of ${JSON.stringify(ns)} vanished inside its transaction`);
-
-      const { row, standing } = locked;
-      const { renewing, takes, handOver } = decide(row, id, standing, fields);
-      const wasRegistered = standing.registered;
-      let outcome: ElectOutcome;
-      if (!takes) {
-        const leaderId = row.live ? row.leaderId : null;
-        outcome = { ns, leaderId, term: row.term, isLeader: false, acquired: false, handOver: false, wasRegistered, databaseNow: row.now };
-      } else {
-        const term = renewing ? row.term : row.term + 1;
-        // A takeover closes the lapsed term (at its lease's end, read before the row changes)
-        // and opens the new one, in this transaction; a renewal writes no history.
-        const history = historyOf(contextOf(dataSource));
-        if (!renewing && row.leaderId !== null) await history.run(m, history.closeTerm(ns, 'expired', true));
-        await store.setLeader(m, ns, id, term, expire);
-        outcome = { ns, leaderId: id, term, isLeader: true, acquired: !renewing, handOver, wasRegistered, databaseNow: row.now };
-        if (!renewing) {
-          await history.run(m, history.openTerm(ns));
-          await store.announce(m, { ns, leaderId: id, term });
-        }
-      }
-      // Lock order: leader row first, then the candidate row.
-      await store.touchCandidate(m, ns, id, expire, fields);
-      return outcome;
+      return this.#electLocked(m, dataSource, store, ns, id, expire, fields, false);
     });
+    store.remember(ns, outcome.leaderId, outcome.term);
+    return outcome;
+  }
+
+  /**
+   * MariaDB, no session: `elect` in as few round trips as the decision allows, each path judged by
+   * the database (see the statements in `store.ts`):
+   * - the renewing leader: ONE autocommit UPDATE of its leader and candidate rows, when this
+   *   process last saw it lead (`store.remembered`); no match (lease lapsed, taken, hand-over due,
+   *   nothing remembered) goes on below;
+   * - (MariaDB 10.5+) ONE statement that, when the leader row shows another candidate's
+   *   unexpired lease, heartbeats and returns that row (`followerInOneStatement`): the whole call
+   *   of a follower, which never takes the leader row's exclusive lock; otherwise it writes and
+   *   commits nothing;
+   * - then, in the library's own READ COMMITTED transaction, a plain read of the newest committed
+   *   row; a vacant or expired lease is taken with ONE compare-and-set UPDATE (leader row as read,
+   *   candidate row, lapsed term's history row) and the new term's history row (one commit);
+   * - anything else (no leader row yet, a lost race, an unclean read): the locked path.
+   * One connection serves the whole call.
+   */
+  async #electMariadb(
+    dataSource: DataSource,
+    store: ElectionStore,
+    features: MariadbFeatures,
+    ns: string,
+    id: string,
+    expire: number,
+    fields: CandidateFields,
+  ): Promise<ElectOutcome> {
+    const runner = dataSource.createQueryRunner();
+    try {
+      const m = runner.manager;
+      let outcome: ElectOutcome | undefined;
+      try {
+        const known = store.remembered(ns);
+        if (known?.leaderId === id) outcome = await renewInOneStatement(m, store, ns, id, known.term, expire, fields);
+        if (outcome) return outcome;
+        if (features.returning) {
+          const seen = await store.followerInOneStatement(m, ns, id, expire, fields, features);
+          if (seen && !seen.clean) {
+            // Autocommit off: the statement opened a transaction; end it before the library opens its own.
+            await runner.query('COMMIT');
+          } else if (seen) {
+            outcome = followerOutcome(ns, seen.row, seen.registered);
+          } else {
+            // Not a follower's call (vacant, expired or own lease, or no leader row): nothing was
+            // written. The library's own READ COMMITTED transaction reads the newest committed row
+            // and, for a vacant or expired lease, takes it with one compare-and-set UPDATE.
+            outcome = await inTransaction(dataSource, runner, async (tm) => {
+              const read = await store.readLeaderFor(tm, ns, id);
+              if (!read || read.row.live || !read.registered) return this.#electLocked(tm, dataSource, store, ns, id, expire, fields, read !== undefined);
+              const { row } = read;
+              const taken = { term: row.term, leaderId: row.leaderId, leaseMicros: read.leaseMicros };
+              const took = await store.takeOverInOneStatement(tm, ns, id, taken, expire, fields);
+              // No match: a racing candidate took the lease first (or the caller is outranked or
+              // ineligible); the locked path decides.
+              if (!took.matched) return this.#electLocked(tm, dataSource, store, ns, id, expire, fields, true);
+              const history = historyOf(contextOf(dataSource));
+              await history.run(tm, history.openTerm(ns));
+              const term = row.term + 1;
+              return { ns, leaderId: id, term, isLeader: true, acquired: true, handOver: false, wasRegistered: true, databaseNow: took.databaseNow as Date };
+            });
+          }
+        }
+      } catch (error) {
+        // A deadlock or lock timeout of an autocommit statement: the transactional path retries.
+        if (!contextOf(dataSource).dialect.isRetryableConflict(error)) throw error;
+      }
+      outcome ??= await inTransaction(dataSource, runner, (tm) => this.#electLocked(tm, dataSource, store, ns, id, expire, fields, false));
+      store.remember(ns, outcome.leaderId, outcome.term);
+      return outcome;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /**
+   * The general path, inside a transaction: lock the leader row (creating it first where needed),
+   * decide by {@link decide}, write, heartbeat. `rowExists`: the leader row was just seen.
+   */
+  async #electLocked(
+    m: EntityManager,
+    dataSource: DataSource,
+    store: ElectionStore,
+    ns: string,
+    id: string,
+    expire: number,
+    fields: CandidateFields,
+    rowExists: boolean,
+  ): Promise<ElectOutcome> {
+    // MySQL: a locking read of a missing row takes gap locks that deadlock a later insert;
+    // SQLite: the first write takes the database lock. Both create the row first, unless it
+    // was just seen (a locking read of an existing row takes no gap lock).
+    const insertFirst = store.insertsLeaderRowFirst && !rowExists;
+    if (insertFirst) await store.ensureLeaderRow(m, ns);
+    let locked = await store.lockLeaderFor(m, ns, 'write', insertFirst, id);
+    if (!locked) {
+      await store.ensureLeaderRow(m, ns);
+      locked = await store.lockLeaderFor(m, ns, 'write', true, id);
+    }
+    if (!locked) throw new Error(`gemstone-utils: leader row of ${JSON.stringify(ns)} vanished inside its transaction`);
+
+    const { row, standing } = locked;
+    let live = row.live;
+    let { renewing, takes, handOver } = decide(row, id, standing, fields);
+    // A renewal is decided again when it is written, by the database clock of that statement:
+    // a lease that ran out since the locked read is taken over (term + 1, its history closed
+    // `expired`), never silently extended under the old term.
+    if (renewing && !(await store.renewIfLive(m, ns, id, row.term, expire))) {
+      live = false;
+      ({ renewing, takes, handOver } = decide({ leaderId: row.leaderId, live }, id, standing, fields));
+    }
+    const wasRegistered = standing.registered;
+    let outcome: ElectOutcome;
+    if (!takes) {
+      const leaderId = live ? row.leaderId : null;
+      outcome = { ns, leaderId, term: row.term, isLeader: false, acquired: false, handOver: false, wasRegistered, databaseNow: row.now };
+    } else if (renewing) {
+      outcome = { ns, leaderId: id, term: row.term, isLeader: true, acquired: false, handOver, wasRegistered, databaseNow: row.now };
+    } else {
+      const term = row.term + 1;
+      // A takeover closes the lapsed term (at its lease's end, read before the row changes)
+      // and opens the new one, in this transaction; a renewal writes no history.
+      const history = historyOf(contextOf(dataSource));
+      if (row.leaderId !== null) await history.run(m, history.closeTerm(ns, 'expired', true));
+      await store.setLeader(m, ns, id, term, expire);
+      await history.run(m, history.openTerm(ns));
+      await store.announce(m, { ns, leaderId: id, term });
+      outcome = { ns, leaderId: id, term, isLeader: true, acquired: true, handOver, wasRegistered, databaseNow: row.now };
+    }
+    // Lock order: leader row first, then the candidate row.
+    await store.touchCandidate(m, ns, id, expire, fields);
+    return outcome;
   }
 
   /** True only when the caller is `leader_id` and the lease is unexpired (database clock). */
@@ -395,6 +510,7 @@ export class ElectionService {
     const history = historyOf(contextOf(m.connection));
     await history.run(m, history.closeTerm(ns, reason, !row.live));
     await store.vacate(m, ns);
+    store.remember(ns, null, row.term);
     await store.announce(m, { ns, leaderId: null, term: row.term });
     return row.live;
   }

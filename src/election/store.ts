@@ -2,7 +2,7 @@ import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../db/context';
 import { sqlBool } from '../db/dialect';
 import { execute, executeBound } from '../db/session';
-import { prepare, PreparedSql, raw, RawSql, slot, sql, SqlFragment } from '../db/sql';
+import { prepare, PreparedSql, raw, RawSql, render, slot, sql, SqlFragment } from '../db/sql';
 import { ElectionLeader } from '../../entities/ElectionLeader';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
 import { CandidateFields, CandidateMetadata, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY, parseMetadata } from './validate';
@@ -10,8 +10,10 @@ import { CandidateFields, CandidateMetadata, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY,
 /**
  * The election's statements, one function each, run on the manager they are given (the
  * transaction is the caller's business: see `session.ts`). Every instant comes from the
- * database clock (`dialect.now`), and every decision is read from a row, never from an
- * affected-row count (mysql2 reports matched rows, not changed ones).
+ * database clock (`dialect.now`). Decisions are read from rows, except for the conditional
+ * writes below whose WHERE clause encodes the whole decision and which are judged by their
+ * matched-row count (each argues why matched = changed: mysql2 reports matched rows by default,
+ * changed rows when a DataSource turns its `FOUND_ROWS` flag off).
  */
 
 /** The leader row as the library reads it: `live` is decided by the database clock. */
@@ -101,6 +103,45 @@ export function decide(
   const takes = renewing || (!row.live && eligible && !outranked);
   return { renewing, takes, handOver: renewing && (!eligible || outranked) };
 }
+
+
+/** The OK packet of a MySQL/MariaDB write, as mysql2 hands it to TypeORM's `query()`. */
+interface MysqlWriteResult {
+  affectedRows?: unknown;
+  insertId?: unknown;
+  serverStatus?: unknown;
+}
+
+/** MySQL protocol: SERVER_STATUS_IN_TRANS, a transaction is open on the connection after the statement. */
+const SERVER_STATUS_IN_TRANS = 1;
+
+/** What a one-statement MariaDB write reports: whether it matched, and the database clock it judged by. */
+export interface ConditionalWrite {
+  matched: boolean;
+  /** The database clock of the statement (`UTC_TIMESTAMP(6)` is fixed for a statement), when it matched. */
+  databaseNow: Date | null;
+}
+
+/**
+ * The MariaDB server features the one-round-trip paths rely on, learnt once per DataSource:
+ * an UPDATE whose subquery reads a table it updates (MariaDB 10.3.2+; MySQL refuses it with error
+ * 1093), and the name of the session isolation variable (`transaction_isolation` from 11.1 on).
+ */
+export interface MariadbFeatures {
+  isolationVariable: 'tx_isolation' | 'transaction_isolation';
+  /** `INSERT … RETURNING` (MariaDB 10.5+): a follower's `elect` in one statement. */
+  returning: boolean;
+}
+
+/** `major.minor.patch` of a MariaDB `VERSION()` string, or undefined for MySQL. */
+export function mariadbVersion(version: string): [number, number, number] | undefined {
+  if (!/mariadb/i.test(version)) return undefined;
+  const match = /^(\d+)\.(\d+)\.(\d+)/.exec(version);
+  return match ? [Number(match[1]), Number(match[2]), Number(match[3])] : undefined;
+}
+
+/** The leader a process last saw per namespace (see `ElectionStore.remember`); at most this many namespaces. */
+const MAX_REMEMBERED = 10_000;
 
 /** PostgreSQL channel on which lease changes are announced (delivered at commit). */
 export const NOTIFY_CHANNEL = 'gemstone_election';
@@ -218,6 +259,57 @@ LEFT JOIN ${history} h ON h.ns = l.ns AND h.term = l.term`;
 VALUES (${ns}, ${candidateId}, ${d.now}, ${d.nowPlus(expireSeconds)}${values})
 ${d.upsert(['ns', 'candidate_id'], updated)}`;
   }
+
+  /** Runs a MySQL/MariaDB write and returns its OK packet (TypeORM's `query()` passes it through). */
+  async function mysqlWrite(m: EntityManager, statement: SqlFragment): Promise<MysqlWriteResult> {
+    const { text, values } = render(statement, d.placeholders);
+    const result: unknown = await m.query(text, [...values]);
+    return (typeof result === 'object' && result !== null ? result : {}) as MysqlWriteResult;
+  }
+
+  /** Whether a conditional write matched (see the callers for why matched = changed), and its clock. */
+  function conditional(result: MysqlWriteResult): ConditionalWrite {
+    const matched = Number(result.affectedRows) > 0;
+    return { matched, databaseNow: matched ? (d.parseInstant(result.insertId) as Date) : null };
+  }
+
+  /**
+   * Reports the statement's clock in the OK packet: `LAST_INSERT_ID(expr)` returns `expr` and makes
+   * it the packet's insert id, the documented way to return a value from an UPDATE without another
+   * round trip. (It also becomes the connection's `LAST_INSERT_ID()` until the next insert that
+   * generates an id, which is what that function reports after such statements anyway.)
+   */
+  const clockInInsertId = `0 * LAST_INSERT_ID(${d.instant(d.now.text).text})`;
+
+  /** `c.col = ?` for the candidate options a call gave, as SET items of a multi-table UPDATE. */
+  function fieldSets(fields: CandidateFields): SqlFragment {
+    const { names, values } = fieldColumns(fields);
+    let list = sql``;
+    names.forEach((name, i) => (list = sql`${list}, c.${raw(name)} = ${values[i]}`));
+    return list;
+  }
+
+  /**
+   * The caller's effective eligibility and the absence of a live eligible candidate of strictly
+   * higher priority than its effective priority ({@link decide}'s `eligible && !outranked`), as a
+   * condition on the caller's candidate row `c` (values before the statement's own changes).
+   *
+   * Outside READ COMMITTED (an autocommit statement runs at the session's level, REPEATABLE READ
+   * by default) InnoDB reads the rivals of a writing statement with shared locks. They are read
+   * through the primary key, never the `(ns, expires_at)` index: a heartbeat locks its candidate
+   * row before it moves that index entry, so a rival scan of the index would take locks in the
+   * opposite order (a deadlock with every concurrent heartbeat); through the primary key the
+   * statement only waits for heartbeats in flight, and they only wait for it.
+   */
+  function unrivalled(candidateId: string, fields: CandidateFields): SqlFragment {
+    return sql`COALESCE(${bool(fields.eligible)}, c.eligible)
+  AND NOT EXISTS (SELECT 1 FROM ${candidates} r FORCE INDEX (PRIMARY) WHERE r.ns = c.ns AND r.candidate_id <> ${candidateId} AND r.eligible
+    AND r.expires_at > ${d.now} AND r.priority > COALESCE(${fields.priority ?? null}, c.priority))`;
+  }
+
+  let mariadbProbe: Promise<MariadbFeatures | undefined> | undefined;
+  /** The namespace's leader and term as this process last saw them (a hint; see `renewInOneStatement`). */
+  const seenLeaders = new Map<string, { leaderId: string; term: number }>();
 
   /**
    * PostgreSQL: the text of {@link electInOneStatement}, rendered once per combination of the
@@ -423,15 +515,25 @@ ${d.insertIfAbsent(['ns'])}`,
       return toObserved(row);
     },
 
-    /** {@link readLeader} plus whether `candidateId` has a candidate row (MySQL follower read). */
-    async readLeaderFor(m: EntityManager, ns: string, candidateId: string): Promise<{ row: LeaderRow; registered: boolean } | undefined> {
+    /**
+     * {@link readLeader} plus whether `candidateId` has a candidate row (MySQL follower read), and
+     * on MySQL/MariaDB the lease end in whole microseconds as stored (null elsewhere or when vacant).
+     */
+    async readLeaderFor(
+      m: EntityManager,
+      ns: string,
+      candidateId: string,
+    ): Promise<{ row: LeaderRow; registered: boolean; leaseMicros: number | null } | undefined> {
       const [row] = await execute(
         context,
         m,
         sql`SELECT ${raw(selectLeader('l'))}, (SELECT COUNT(*) FROM ${candidates} c WHERE c.ns = l.ns AND c.candidate_id = ${candidateId}) AS registered
 FROM ${leaders} l WHERE l.ns = ${ns}`,
       );
-      return row ? { row: toRow(row), registered: Number(row.registered) > 0 } : undefined;
+      if (!row) return undefined;
+      const lease = row.lease_expires_at;
+      const leaseMicros = d.name === 'mysql' && lease !== null && lease !== undefined ? Number(lease) : null;
+      return { row: toRow(row), registered: Number(row.registered) > 0, leaseMicros };
     },
 
     /**
@@ -481,6 +583,212 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
               databaseNow: d.parseInstant(row.db_now) as Date,
             };
           },
+
+    /**
+     * MariaDB (10.3.2+) only: the features of the one-round-trip paths of `elect`, or undefined
+     * (MySQL, older MariaDB, other databases), learnt once per DataSource. A failed look-up is not
+     * remembered and answers undefined (the transactional path).
+     */
+    mariadb(): Promise<MariadbFeatures | undefined> {
+      if (d.name !== 'mysql') return Promise.resolve(undefined);
+      if (!mariadbProbe) {
+        const probe = execute<{ version?: unknown }>(context, context.dataSource.manager, sql`SELECT VERSION() AS version`).then((rows) => {
+          const version = mariadbVersion(String(rows[0]?.version ?? ''));
+          if (!version) return undefined;
+          const [major, minor, patch] = version;
+          const at = (a: number, b: number, c: number) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
+          if (!at(10, 3, 2)) return undefined;
+          return Object.freeze({
+            isolationVariable: at(11, 1, 0) ? ('transaction_isolation' as const) : ('tx_isolation' as const),
+            returning: at(10, 5, 0),
+          });
+        });
+        mariadbProbe = probe;
+        probe.catch(() => (mariadbProbe = undefined));
+      }
+      return mariadbProbe.catch(() => undefined);
+    },
+
+    /** The leader and term of `ns` this process last saw (through any service on this DataSource). */
+    remembered(ns: string): { leaderId: string; term: number } | undefined {
+      return seenLeaders.get(ns);
+    },
+
+    /** Remembers what an `elect` found: the leader and its term, or nothing when the lease is vacant. */
+    remember(ns: string, leaderId: string | null, term: number): void {
+      seenLeaders.delete(ns);
+      if (leaderId === null) return;
+      if (seenLeaders.size >= MAX_REMEMBERED) seenLeaders.delete(seenLeaders.keys().next().value as string);
+      seenLeaders.set(ns, { leaderId, term });
+    },
+
+    /**
+     * MariaDB: the renewing leader's whole `elect` in ONE autocommit statement — the leader row and
+     * the caller's candidate row in one multi-table UPDATE whose WHERE clause is the decision:
+     * the row names the caller under `term` (the term it last saw itself lead under), the lease is
+     * unexpired by the database clock of this statement, the candidate row exists, and the caller
+     * would not be told to hand over (eligible, not outranked by a live eligible candidate). Then
+     * nothing else can differ from what the locked path would do: it is a renewal, the term stays
+     * `term`, no history is written, `handOver` is false.
+     *
+     * Judged by the matched-row count: the leader row is always really changed when matched
+     * (`updated_at` moves at least one microsecond forward), so the count is above zero exactly when
+     * the rows matched, whether the connection reports matched rows (mysql2's default `FOUND_ROWS`)
+     * or changed ones. No match changes nothing: the caller takes the general path.
+     *
+     * Locks: the leader row first (STRAIGHT_JOIN reads `l` first), then the caller's candidate row,
+     * like every path; the rival subquery runs per joined row, after both are locked. The statement
+     * is its own transaction (autocommit), so no lock outlives it; it reads nothing but locked rows
+     * and the rivals' eligibility, so its isolation level does not matter.
+     */
+    async renewInOneStatement(
+      m: EntityManager,
+      ns: string,
+      candidateId: string,
+      term: number,
+      expireSeconds: number,
+      fields: CandidateFields,
+    ): Promise<ConditionalWrite & { inTransaction: boolean }> {
+      const result = await mysqlWrite(
+        m,
+        sql`UPDATE ${leaders} l STRAIGHT_JOIN ${candidates} c ON c.ns = l.ns AND c.candidate_id = l.leader_id
+SET l.lease_expires_at = ${d.nowPlus(expireSeconds)}, l.updated_at = GREATEST(${d.now}, l.updated_at + INTERVAL 1 MICROSECOND),
+  l.term = l.term + ${raw(clockInInsertId)},
+  c.last_heartbeat_at = ${d.now}, c.expires_at = ${d.nowPlus(expireSeconds)}${fieldSets(fields)}
+WHERE l.ns = ${ns} AND l.leader_id = ${candidateId} AND l.term = ${term} AND l.lease_expires_at > ${d.now}
+  AND ${unrivalled(candidateId, fields)}`,
+      );
+      return { ...conditional(result), inTransaction: (Number(result.serverStatus) & SERVER_STATUS_IN_TRANS) !== 0 };
+    },
+
+    /**
+     * MariaDB 10.5+: the heartbeat of `elect` and the read of the leader row in ONE autocommit
+     * statement, an `INSERT … SELECT … ON DUPLICATE KEY UPDATE … RETURNING`: the caller's candidate
+     * row is created or extended (with the options given) and the leader row is returned as the
+     * statement saw it, with the database clock of the statement. A follower's call is this
+     * statement alone: one round trip, one transaction, and no exclusive lock on the leader row.
+     *
+     * Locks: the SELECT reads the leader row before the candidate row is written (lock order).
+     * Under READ COMMITTED that read takes no lock; at the session's default REPEATABLE READ InnoDB
+     * reads it with a shared lock for the statement's duration, which followers share (they never
+     * queue behind each other) and which only waits for an exclusive holder (a renewal statement,
+     * a takeover). `clean` is false when the read may have seen uncommitted rows (the session runs
+     * at READ UNCOMMITTED) or a transaction was left open (autocommit off): then only a
+     * transaction of the library's own may decide (the heartbeat written here is harmless).
+     *
+     * It writes only when the leader row shows another candidate's unexpired lease (the follower's
+     * case); otherwise it writes nothing, returns nothing (undefined) and so commits nothing: a
+     * takeover then pays for one commit, in its own transaction, not two.
+     *
+     * `registered`: whether the candidate row existed. `LAST_INSERT_ID(expr)` is set to 0 by the
+     * proposed row (evaluated for every row the SELECT yields) and to 1 by the duplicate-key
+     * update, which runs only for an existing row; RETURNING reads it after the row is written.
+     */
+    async followerInOneStatement(
+      m: EntityManager,
+      ns: string,
+      candidateId: string,
+      expireSeconds: number,
+      fields: CandidateFields,
+      features: MariadbFeatures,
+    ): Promise<{ row: LeaderRow; registered: boolean; leaseMicros: number | null; clean: boolean } | undefined> {
+      const { columns, values } = fieldInsert(fields);
+      const updated = ['last_heartbeat_at', ...fieldColumns(fields).names].map((c) => `, ${c} = VALUES(${c})`).join('');
+      const of = (expression: string) => sql`(SELECT ${raw(expression)} FROM ${leaders} x WHERE x.ns = ${ns})`;
+      const rows = await execute(
+        context,
+        m,
+        sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
+SELECT l.ns, ${candidateId}, ${d.now}, ${d.nowPlus(expireSeconds)} + INTERVAL 0 * LAST_INSERT_ID(0) MICROSECOND${values}
+FROM ${leaders} l WHERE l.ns = ${ns} AND l.leader_id <> ${candidateId} AND l.lease_expires_at > ${d.now}
+ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at) + INTERVAL 0 * LAST_INSERT_ID(1) MICROSECOND${raw(updated)}
+RETURNING LAST_INSERT_ID() AS registered, ns, ${of('x.leader_id')} AS leader_id, ${of('x.term')} AS term,
+  ${of(`CASE WHEN x.lease_expires_at > ${d.now.text} THEN 1 ELSE 0 END`)} AS live,
+  ${of(d.instant('x.lease_expires_at').text)} AS lease_expires_at, ${of(d.instant('x.updated_at').text)} AS updated_at,
+  NULL AS metadata, ${d.instant(d.now.text)} AS db_now,
+  @@SESSION.${raw(features.isolationVariable)} AS isolation, @@SESSION.autocommit AS autocommit`,
+      );
+      const [row] = rows;
+      if (!row) return undefined;
+      const clean = !/UNCOMMITTED/i.test(String(row.isolation)) && Number(row.autocommit) === 1;
+      const lease = row.lease_expires_at;
+      return { row: toRow(row), registered: Number(row.registered) === 1, leaseMicros: lease === null || lease === undefined ? null : Number(lease), clean };
+    },
+
+    /**
+     * MariaDB, inside the library's own READ COMMITTED transaction: the takeover of a vacant or
+     * expired lease as one multi-table UPDATE whose WHERE clause is the decision — the leader row is
+     * still exactly as `seen` (term, holder, lease end), vacant or expired by the database clock of
+     * this statement, and the caller is eligible and not outranked. It gives the caller the lease
+     * under `seen.term + 1`, heartbeats its candidate row and closes the lapsed term's history row
+     * at the old lease's end (`expired`), like the locked path does; the caller then opens the new
+     * term's history row in the same transaction. Under READ COMMITTED InnoDB evaluates the WHERE
+     * clause on the newest committed row and re-evaluates it after waiting for the lock, so a
+     * racing takeover makes this one match nothing (compare-and-set).
+     *
+     * Judged by the matched-row count: a match always changes the leader row (its term goes up),
+     * so matched = changed. No match changed nothing: the caller takes the locked path.
+     */
+    async takeOverInOneStatement(
+      m: EntityManager,
+      ns: string,
+      candidateId: string,
+      seen: { term: number; leaderId: string | null; leaseMicros: number | null },
+      expireSeconds: number,
+      fields: CandidateFields,
+    ): Promise<ConditionalWrite> {
+      const epoch = raw("'1970-01-01 00:00:00'");
+      const lease = seen.leaseMicros === null ? null : sql`TIMESTAMPADD(MICROSECOND, ${seen.leaseMicros}, ${epoch})`;
+      const result = await mysqlWrite(
+        m,
+        sql`UPDATE ${leaders} l STRAIGHT_JOIN ${candidates} c ON c.ns = l.ns AND c.candidate_id = ${candidateId}
+LEFT JOIN ${history} h ON h.ns = l.ns AND h.term = ${seen.term} AND h.ended_at IS NULL AND ${bool(seen.leaderId !== null)} = 1
+SET l.leader_id = ${candidateId}, l.term = ${seen.term + 1} + ${raw(clockInInsertId)},
+  l.lease_expires_at = ${d.nowPlus(expireSeconds)}, l.updated_at = ${d.now},
+  h.ended_at = ${lease ?? null}, h.end_reason = ${'expired'},
+  c.last_heartbeat_at = ${d.now}, c.expires_at = ${d.nowPlus(expireSeconds)}${fieldSets(fields)}
+WHERE l.ns = ${ns} AND l.term = ${seen.term} AND l.leader_id <=> ${seen.leaderId} AND l.lease_expires_at <=> ${lease ?? null}
+  AND (l.leader_id IS NULL OR l.lease_expires_at <= ${d.now})
+  AND ${unrivalled(candidateId, fields)}`,
+      );
+      return conditional(result);
+    },
+
+    /**
+     * The general path's renewal, decided when it is written: extends the lease only if the row
+     * still names the caller under `term` with an unexpired lease by the database clock of this
+     * statement. False when the lease ran out between the locked read and this write (the row is
+     * locked, so nothing else can have changed): the call is then a takeover, not a renewal.
+     * Matched = changed: `updated_at` moves at least one microsecond forward (MySQL/MariaDB), and
+     * the count is read from the statement itself (PostgreSQL: RETURNING; SQLite: `changes()`, on
+     * the connection whose write lock the transaction holds).
+     */
+    async renewIfLive(m: EntityManager, ns: string, candidateId: string, term: number, expireSeconds: number): Promise<boolean> {
+      const where = sql`WHERE ns = ${ns} AND leader_id = ${candidateId} AND term = ${term} AND lease_expires_at > ${d.now}`;
+      switch (d.name) {
+        case 'mysql': {
+          const result = await mysqlWrite(
+            m,
+            sql`UPDATE ${leaders} SET lease_expires_at = ${d.nowPlus(expireSeconds)}, updated_at = GREATEST(${d.now}, updated_at + INTERVAL 1 MICROSECOND) ${where}`,
+          );
+          return Number(result.affectedRows) > 0;
+        }
+        case 'postgres': {
+          const [row] = await execute(
+            context,
+            m,
+            sql`WITH renewed AS (UPDATE ${leaders} SET lease_expires_at = ${d.nowPlus(expireSeconds)}, updated_at = ${d.now} ${where} RETURNING 1)
+SELECT COUNT(*) AS n FROM renewed`,
+          );
+          return Number(row?.n) > 0;
+        }
+        case 'sqlite': {
+          await execute(context, m, sql`UPDATE ${leaders} SET lease_expires_at = ${d.nowPlus(expireSeconds)}, updated_at = ${d.now} ${where}`);
+          const [row] = await execute(context, m, sql`SELECT changes() AS n`);
+          return Number(row?.n) > 0;
+        }
+      }
+    },
 
     /** Gives the lease to `leaderId` under `term` until now + expireSeconds. */
     async setLeader(m: EntityManager, ns: string, leaderId: string, term: number, expireSeconds: number): Promise<void> {

@@ -99,6 +99,27 @@ describeEachDatabase('election history', (db) => {
     expect(brief(await getHistory({ ns, limit: 1 }))).toEqual([[7, a, null]]);
   });
 
+  test("a leader's elect after its own lease lapsed (database clock) is a new term; the old one ends 'expired' at its lease's end", async () => {
+    const ns = freshNs();
+    const a = uuid();
+    const short = new ElectionService(ds, { expireSeconds: SHORT });
+    const first = await short.electOutcome(a, { ns });
+    expect(first).toMatchObject({ isLeader: true, acquired: true, term: 1 });
+    // Renewals keep the term and write no history.
+    expect(await short.electOutcome(a, { ns })).toMatchObject({ isLeader: true, acquired: false, term: 1 });
+    const lapsing = (await svc.getLeader({ ns }))!;
+    await waitFor('the lease of term 1 to expire', async () => (await svc.getLeader({ ns })) === null, 10_000, 50);
+    const again = await short.electOutcome(a, { ns });
+    expect(again).toMatchObject({ leaderId: a, isLeader: true, acquired: true, term: 2 });
+    const history = await svc.getHistory({ ns });
+    expect(brief(history)).toEqual([
+      [2, a, null],
+      [1, a, 'expired'],
+    ]);
+    expect(history[1]!.endedAt!.getTime()).toBe(lapsing.leaseExpiresAt.getTime());
+    expectConsistent(history, 2);
+  });
+
   test('handOver steps down like resign, recorded as handed-over; by a non-holder it changes nothing', async () => {
     const ns = freshNs();
     const [a, b] = [uuid(), uuid()];

@@ -244,8 +244,9 @@ describeEachDatabase('LeaderElector', (db) => {
               const text = q.trim();
               // Preludes, not transactions: MySQL sets the own transactions' isolation level just
               // before START TRANSACTION; PostgreSQL's default isolation (and whether the
-              // connection reaches the server directly) is looked up once.
-              if (/^(SET TRANSACTION ISOLATION LEVEL|SHOW transaction_isolation|SELECT current_setting\('transaction_isolation'\))/i.test(text)) return;
+              // connection reaches the server directly) and the MySQL/MariaDB server version are
+              // looked up once per DataSource.
+              if (/^(SET TRANSACTION ISOLATION LEVEL|SHOW transaction_isolation|SELECT current_setting\('transaction_isolation'\)|SELECT VERSION\(\) AS version$)/i.test(text)) return;
               // The LISTEN connection's delivery check: one NOTIFY per connection, not a tick.
               if (/^SELECT pg_notify\(CAST\(\$1 AS text\), CAST\(\$2 AS text\)\)$/.test(text)) return;
               // The loop's candidate and history pruning (its own statements or transactions, not a tick's).
