@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
 import { sqlBool } from '../db/dialect';
 import { execute, inOneStatement, inTransaction } from '../db/session';
-import { runProgram } from '../db/sqlite-atomic';
+import { isBetterSqlite, runProgram, runSyncStep } from '../db/sqlite-atomic';
 import { raw, sql, SqlFragment } from '../db/sql';
 
 import { GROUP_BATCH_SIZE } from './group-options';
@@ -406,6 +406,18 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
   const nowOnce = sql`(SELECT ${d.now})`;
   const nowOnceText = `(SELECT ${d.now.text})`;
 
+  /**
+   * Runs a group program: on better-sqlite3 as one synchronous step (prepared statements kept per
+   * connection under `key`, another connection's lock briefly waited for, as the single elect
+   * does), on sqlite3 queued at once by `runProgram`.
+   */
+  function runGroupProgram(key: string, statements: readonly SqlFragment[], waitMs: number | undefined): Promise<Record<string, unknown>[][]> {
+    if (isBetterSqlite(dataSource)) {
+      return runSyncStep(dataSource, (step) => statements.map((statement, i) => step.run(`${key}:${i}`, statement)), { transaction: true, waitMs });
+    }
+    return runProgram(dataSource, statements, { transaction: true, waitMs });
+  }
+
   async function electSqlite(input: GroupElectInput, waitMs: number | undefined): Promise<GroupElectOutcome> {
     const me = input.candidateId;
     const nsJson = JSON.stringify(input.namespaces);
@@ -418,11 +430,9 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
   AND NOT EXISTS (SELECT 1 FROM ${history.text} h WHERE h.ns = ${l}.ns AND h.term = ${l}.term AND h.ended_at IS NULL)))`);
     const rivalOf = (l: string) =>
       sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${raw(l)}.ns AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${now})`;
-    // The other live eligible candidates of the namespaces (one pass over their rows).
-    const members = sql`WITH rivals AS (
-  SELECT ns, candidate_id, priority FROM ${candidates} WHERE ns ${inNs} AND candidate_id <> ${me} AND eligible AND expires_at > ${now}
-), others AS (
-  SELECT candidate_id, MAX(priority) AS p FROM rivals GROUP BY candidate_id
+    const members = sql`WITH others AS (
+  SELECT candidate_id, MAX(priority) AS p FROM ${candidates} WHERE ns ${inNs} AND candidate_id <> ${me} AND eligible AND expires_at > ${now}
+  GROUP BY candidate_id
 ), top AS (
   SELECT MAX(p) AS p FROM (SELECT p FROM others UNION ALL SELECT ${input.priority} WHERE ${eligible} = 1)
 ), members AS (
@@ -474,15 +484,19 @@ SELECT i.value, ${me}, ${now}, ${until}, ${input.priority}, ${eligible}${metaVal
 WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = i.value AND c.candidate_id = ${me})
 ${d.insertIfAbsent(['ns', 'candidate_id'])}`,
       // after, in one row: the rows as JSON, how many candidate rows the INSERT above created, the
-      // namespaces where a live eligible candidate outranks the caller, the members, the clock.
+      // namespaces where a live eligible candidate outranks the caller (looked for only when one
+      // does somewhere), the members, the clock.
       sql`${members} SELECT changes() AS unregistered,
   (SELECT json_group_array(json_array(l.ns, l.leader_id, l.term, CASE WHEN l.leader_id IS NOT NULL AND l.lease_expires_at > ${now} THEN 1 ELSE 0 END))
     FROM ${leaders} l WHERE l.ns ${inNs}) AS rows,
-  (SELECT json_group_array(DISTINCT ns) FROM rivals WHERE priority > ${input.priority}) AS outranked,
+  (SELECT json_group_array(DISTINCT c.ns) FROM ${candidates} c
+    WHERE c.ns IN (SELECT value FROM json_each(${nsJson}) WHERE (SELECT MAX(p) FROM others) > ${input.priority})
+      AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${now} AND c.priority > ${input.priority}) AS outranked,
   (SELECT json_group_array(candidate_id) FROM members) AS members,
   ${d.now} AS db_now`,
     ];
-    const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
+    const variant = `${input.balance ? 'b' : ''}${input.metadataJson === undefined ? '' : 'm'}`;
+    const results = await runGroupProgram(`group:elect:${variant}`, statements, waitMs);
     const held = JSON.parse(String(results[0]?.[0]?.held ?? '{}')) as Record<string, number>;
     const last = results[statements.length - 1]?.[0] ?? {};
     const unregistered = Number(last.unregistered ?? 0);
@@ -589,7 +603,7 @@ WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l 
       sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${nowOnce} WHERE ns ${inNs} AND leader_id = ${me}`,
       ...(unregister ? [sql`DELETE FROM ${candidates} WHERE ns ${inNs} AND candidate_id = ${me}`] : []),
     ];
-    const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
+    const results = await runGroupProgram(`group:vacate:${unregister ? 'u' : ''}`, statements, waitMs);
     return (results[0] ?? []).map((r) => String(r.ns));
   }
 
