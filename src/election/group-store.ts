@@ -449,6 +449,11 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
     const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
     const metaValue = input.metadataJson === undefined ? sql`` : sql`, ${input.metadataJson}`;
     const metaSet = input.metadataJson === undefined ? sql`` : sql`, metadata = ${input.metadataJson}`;
+    // Statements skipped by changes() (better-sqlite3 only: there the program is one synchronous
+    // transaction; on sqlite3 a statement may run on its own when BEGIN failed, so each one does
+    // its whole work, whatever ran before it).
+    const gated = isBetterSqlite(dataSource);
+    const unless = (condition: SqlFragment) => (gated ? sql`SELECT value FROM json_each(${nsJson}) WHERE ${condition}` : sql`SELECT value FROM json_each(${nsJson})`);
     const statements = [
       // before: the leases the caller holds (the others cannot have been renewed), as ONE JSON
       // value: one row to hand to JavaScript instead of one per namespace.
@@ -463,7 +468,7 @@ WHERE ns ${inNs} AND leader_id = ${me} AND NOT ${over(leaders.text)}`,
       // The leader rows the group has not created yet (vacant), unless the renewal just above
       // renewed every namespace (changes()): no row can be missing then.
       sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
-SELECT i.value, NULL, NULL, ${now}, 0 FROM (SELECT value FROM json_each(${nsJson}) WHERE changes() < ${n}) i
+SELECT i.value, NULL, NULL, ${now}, 0 FROM (${unless(sql`changes() < ${n}`)}) i
 WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.value)
 ${d.insertIfAbsent(['ns'])}`,
       sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${me}, lease_expires_at = ${until}, updated_at = ${now}
@@ -472,7 +477,7 @@ WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inNs} AND ${over('l')} A
       // Only after acquisitions: changes() is the count of the UPDATE just before (a renewal opens no term).
       sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
 SELECT l.ns, l.term, l.leader_id, ${now}, NULL, NULL FROM ${leaders} l
-WHERE l.ns IN (SELECT value FROM json_each(${nsJson}) WHERE changes() > 0) AND l.leader_id = ${me} AND l.lease_expires_at > ${now}
+WHERE l.ns IN (${unless(sql`changes() > 0`)}) AND l.leader_id = ${me} AND l.lease_expires_at > ${now}
   AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
 ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
       // Heartbeat of the caller's candidate rows, then the missing ones (none when the heartbeat
@@ -480,7 +485,7 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
       sql`UPDATE ${candidates} SET last_heartbeat_at = ${now}, expires_at = ${until}, priority = ${input.priority}, eligible = ${eligible}${metaSet}
 WHERE ns ${inNs} AND candidate_id = ${me}`,
       sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn})
-SELECT i.value, ${me}, ${now}, ${until}, ${input.priority}, ${eligible}${metaValue} FROM (SELECT value FROM json_each(${nsJson}) WHERE changes() < ${n}) i
+SELECT i.value, ${me}, ${now}, ${until}, ${input.priority}, ${eligible}${metaValue} FROM (${unless(sql`changes() < ${n}`)}) i
 WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = i.value AND c.candidate_id = ${me})
 ${d.insertIfAbsent(['ns', 'candidate_id'])}`,
       // after, in one row: the rows as JSON, how many candidate rows the INSERT above created, the
