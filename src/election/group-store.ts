@@ -3,7 +3,7 @@ import { contextOf, DbContext } from '../db/context';
 import { sqlBool } from '../db/dialect';
 import { execute, inOneStatement, inTransaction } from '../db/session';
 import { isBetterSqlite, runProgram, runSyncStep } from '../db/sqlite-atomic';
-import { raw, sql, SqlFragment } from '../db/sql';
+import { raw, RawSql, sql, SqlFragment } from '../db/sql';
 
 import { GROUP_BATCH_SIZE } from './group-options';
 import type { VacateReason } from './history';
@@ -73,6 +73,9 @@ export function fairShare(n: number, members: readonly string[], me: string): nu
   const k = sorted.length;
   return Math.floor(n / k) + (rank < n % k ? 1 : 0);
 }
+
+/** SQLite: the most namespaces one statement of a program binds (the limit is 32,766 variables). */
+const SQLITE_BATCH = 5_000;
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
@@ -528,6 +531,113 @@ ${d.insertIfAbsent(['ns', 'candidate_id'])}`,
     return { outcomes, members: memberIds, unregistered, databaseNow };
   }
 
+  // sqlite3 (queued, see db/sqlite-atomic.ts): the namespaces in a temporary table, every
+  // statement doing its whole work on its own (one may run alone after a busy BEGIN).
+  const inputTable: RawSql = raw(`temp.${dataSource.driver.escape(context.tableName('gemstone_election_group_input'))}`);
+  const inTempInput = sql`IN (SELECT ns FROM ${inputTable})`;
+
+  function fillInput(namespaces: readonly string[]): SqlFragment[] {
+    const statements = [sql`CREATE TEMP TABLE IF NOT EXISTS ${inputTable} (ns TEXT PRIMARY KEY)`, sql`DELETE FROM ${inputTable}`];
+    for (const batch of chunks(namespaces, SQLITE_BATCH)) {
+      const values = commaList(batch.map((ns) => sql`(${ns})`));
+      statements.push(sql`INSERT INTO ${inputTable} (ns) VALUES ${values}`);
+    }
+    return statements;
+  }
+
+  async function electSqliteQueued(input: GroupElectInput, waitMs: number | undefined): Promise<GroupElectOutcome> {
+    const me = input.candidateId;
+    const until = d.nowPlus(input.expireSeconds);
+    const eligible = input.eligible ? 1 : 0;
+    const over = (l: string) =>
+      raw(`(${l}.leader_id IS NULL OR ${l}.lease_expires_at IS NULL OR (${l}.lease_expires_at <= ${d.now.text}
+  AND NOT EXISTS (SELECT 1 FROM ${history.text} h WHERE h.ns = ${l}.ns AND h.term = ${l}.term AND h.ended_at IS NULL)))`);
+    const rivalOf = (l: string) =>
+      sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${raw(l)}.ns AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${d.now})`;
+    const members = sql`WITH others AS (
+  SELECT candidate_id, MAX(priority) AS p FROM ${candidates} WHERE ns ${inTempInput} AND candidate_id <> ${me} AND eligible AND expires_at > ${d.now}
+  GROUP BY candidate_id
+), top AS (
+  SELECT MAX(p) AS p FROM (SELECT p FROM others UNION ALL SELECT ${input.priority} WHERE ${eligible} = 1)
+), members AS (
+  SELECT candidate_id FROM others WHERE p = (SELECT p FROM top)
+  UNION ALL SELECT ${me} WHERE ${eligible} = 1 AND ${input.priority} = (SELECT p FROM top)
+)`;
+    const n = sql`CAST(${input.namespaces.length} AS INTEGER)`;
+    const limit = input.balance
+      ? sql`(${members} SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM members WHERE candidate_id = ${me}) THEN 0
+  ELSE MAX(0, ${n} / k + CASE WHEN rank < ${n} % k THEN 1 ELSE 0 END
+    - (SELECT COUNT(*) FROM ${leaders} l WHERE l.ns ${inTempInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now})) END
+  FROM (SELECT COUNT(*) AS k, COALESCE(SUM(candidate_id < ${me}), 0) AS rank FROM members))`
+      : raw('-1');
+    const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
+    const metaValue = input.metadataJson === undefined ? sql`` : sql`, ${input.metadataJson}`;
+    const updated = ['last_heartbeat_at', 'expires_at', 'priority', 'eligible', ...(input.metadataJson === undefined ? [] : ['metadata'])];
+    const fill = fillInput(input.namespaces);
+    const statements = [
+      ...fill,
+      sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) SELECT ns, NULL, NULL, ${d.now}, 0 FROM ${inputTable} WHERE true
+${d.insertIfAbsent(['ns'])}`,
+      // before
+      sql`SELECT l.ns, l.term, CASE WHEN l.leader_id = ${me} AND l.lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS mine
+FROM ${leaders} l WHERE l.ns ${inTempInput}`,
+      sql`SELECT COUNT(*) AS unregistered FROM ${inputTable} t
+WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = t.ns AND c.candidate_id = ${me})`,
+      // Lapsed terms end at their lease's end (before anything changes hands).
+      sql`UPDATE ${history} SET ended_at = (SELECT l.lease_expires_at FROM ${leaders} l WHERE l.ns = ${history}.ns), end_reason = ${'expired'}
+WHERE ns ${inTempInput} AND ended_at IS NULL
+  AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${history}.ns AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${d.now})`,
+      // Renewals first: the fair share counts what is held.
+      sql`UPDATE ${leaders} SET lease_expires_at = ${until}, updated_at = ${d.now}
+WHERE ns ${inTempInput} AND leader_id = ${me} AND NOT ${over(leaders.text)}`,
+      sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${me}, lease_expires_at = ${until}, updated_at = ${d.now}
+WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inTempInput} AND ${over('l')} AND ${eligible} = 1
+  AND COALESCE(${rivalOf('l')} > ${input.priority}, 0) = 0 ORDER BY l.ns LIMIT ${limit})`,
+      sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
+SELECT l.ns, l.term, l.leader_id, ${d.now}, NULL, NULL FROM ${leaders} l
+WHERE l.ns ${inTempInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now}
+  AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
+${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
+      sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn})
+SELECT ns, ${me}, ${d.now}, ${until}, ${input.priority}, ${eligible}${metaValue} FROM ${inputTable} WHERE true
+${d.upsert(['ns', 'candidate_id'], updated)}`,
+      // after
+      sql`SELECT l.ns, l.leader_id, l.term, CASE WHEN l.leader_id IS NOT NULL AND l.lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS live,
+  ${rivalOf('l')} AS rival_priority FROM ${leaders} l WHERE l.ns ${inTempInput}`,
+      sql`${members} SELECT candidate_id FROM members`,
+      sql`SELECT ${d.now} AS db_now`,
+      sql`DELETE FROM ${inputTable}`,
+    ];
+    const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
+    const at = fill.length + 1;
+    const before = new Map<string, { term: number; mine: boolean }>();
+    for (const r of results[at] ?? []) before.set(String(r.ns), { term: Number(r.term), mine: sqlBool(r.mine) });
+    const unregistered = Number(results[at + 1]?.[0]?.unregistered ?? 0);
+    const after = new Map<string, Record<string, unknown>>();
+    for (const r of results[at + 7] ?? []) after.set(String(r.ns), r);
+    const memberIds = (results[at + 8] ?? []).map((r) => String(r.candidate_id)).sort();
+    const databaseNow = d.parseInstant(results[at + 9]?.[0]?.db_now) as Date;
+    const outcomes = input.namespaces.map((ns): GroupNsOutcome => {
+      const r = after.get(ns);
+      if (!r) return { ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false };
+      const leaderId = (r.leader_id as string | null) ?? null;
+      const live = leaderId !== null && sqlBool(r.live);
+      const term = Number(r.term);
+      const isLeader = live && leaderId === me;
+      const was = before.get(ns);
+      const rivalPriority = r.rival_priority === null || r.rival_priority === undefined ? null : Number(r.rival_priority);
+      return {
+        ns,
+        leaderId: live ? leaderId : null,
+        term,
+        isLeader,
+        acquired: isLeader && !(was?.mine && was.term === term),
+        handOver: isLeader && (!input.eligible || (rivalPriority !== null && rivalPriority > input.priority)),
+      };
+    });
+    return { outcomes, members: memberIds, unregistered, databaseNow };
+  }
+
   // ---- vacating many leases at once ---------------------------------------------------------------
 
   /**
@@ -612,6 +722,23 @@ WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l 
     return (results[0] ?? []).map((r) => String(r.ns));
   }
 
+  async function vacateSqliteQueued(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean, waitMs: number | undefined): Promise<string[]> {
+    const fill = fillInput(namespaces);
+    const statements = [
+      ...fill,
+      sql`SELECT ns FROM ${leaders} WHERE ns ${inTempInput} AND leader_id = ${me} AND lease_expires_at > ${d.now}`,
+      sql`UPDATE ${history} SET
+  end_reason = (SELECT CASE WHEN l.lease_expires_at > ${d.now} THEN ${reason} ELSE ${'expired'} END FROM ${leaders} l WHERE l.ns = ${history}.ns),
+  ended_at = (SELECT CASE WHEN l.lease_expires_at > ${d.now} THEN ${d.now} ELSE l.lease_expires_at END FROM ${leaders} l WHERE l.ns = ${history}.ns)
+WHERE ns ${inTempInput} AND ended_at IS NULL AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${history}.ns AND l.leader_id = ${me})`,
+      sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${d.now} WHERE ns ${inTempInput} AND leader_id = ${me}`,
+      ...(unregister ? [sql`DELETE FROM ${candidates} WHERE ns ${inTempInput} AND candidate_id = ${me}`] : []),
+      sql`DELETE FROM ${inputTable}`,
+    ];
+    const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
+    return (results[fill.length] ?? []).map((r) => String(r.ns));
+  }
+
   return {
     /** One tick for every namespace of the group, in one transaction (PostgreSQL: one statement). */
     async elect(input: GroupElectInput, state: { known: Set<string>; sqliteWaitMs?: number }): Promise<GroupElectOutcome> {
@@ -624,7 +751,7 @@ WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l 
         case 'mysql':
           return inTransaction(dataSource, undefined, (m) => electMysql(m, input, state.known));
         case 'sqlite':
-          return electSqlite(input, state.sqliteWaitMs);
+          return isBetterSqlite(dataSource) ? electSqlite(input, state.sqliteWaitMs) : electSqliteQueued(input, state.sqliteWaitMs);
       }
     },
 
@@ -638,7 +765,9 @@ WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l 
         case 'mysql':
           return inTransaction(dataSource, undefined, (m) => vacateMysql(m, sorted, me, reason, unregister));
         case 'sqlite':
-          return vacateSqlite(sorted, me, reason, unregister, sqliteWaitMs);
+          return isBetterSqlite(dataSource)
+            ? vacateSqlite(sorted, me, reason, unregister, sqliteWaitMs)
+            : vacateSqliteQueued(sorted, me, reason, unregister, sqliteWaitMs);
       }
     },
 
