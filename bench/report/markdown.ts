@@ -175,7 +175,10 @@ export function renderMarkdown(report: BenchReport): string {
   if (group.length) {
     const g0 = group[0]![1].group!;
     const sizes = g0.sizes;
-    out.push(`### Many leases per process: LeaderElectorGroup, ${sizes.processes} processes, lease ${sizes.expireSeconds} s, tick ${sizes.intervalMs} ms`);
+    out.push(
+      `### Many leases per process: LeaderElectorGroup, ${sizes.processes} processes, lease ${sizes.expireSeconds} s, tick ${sizes.intervalMs} ms` +
+        (sizes.large ? ` (from ${n(sizes.large.from)} namespaces: lease ${sizes.large.expireSeconds} s, tick ${sizes.large.intervalMs} ms)` : ''),
+    );
     if (group.some(([, r]) => r.group!.points.length)) {
     out.push(
       
@@ -220,8 +223,8 @@ export function renderMarkdown(report: BenchReport): string {
         `Balance (\`balance: true\`): over ${n(b0.namespaces)} namespaces, the first of ${b0.processes} processes takes every lease, then the others join together; then the first is SIGKILLed. ` +
           'Settled: from the last join (its `start()` resolved) or the kill to the last leadership change (history table, database clock) before the leader ' +
           `table showed the even split; changes after: terms begun or ended over the next ${b0.quietTicks} ticks (flapping). ` +
-          'Txns per tick: over the ticks that handed nothing over; hand-over ticks apart — a tick that ended leaderships and the next one, since the ' +
-          'group vacates the leases it gives up in a transaction of its own right after the tick that decided it.',
+          'Txns per tick: over the ticks that handed nothing over; hand-over ticks apart — a tick that ended leaderships and the next one, which ' +
+          'vacates the leases given up in its own transaction (SQLite: in a transaction of its own right after the tick that decided it).',
       );
       out.push(
         table(

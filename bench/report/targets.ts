@@ -71,15 +71,14 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
       if (g.p50Ratio !== null) {
         targets.push({ target: 'group: leader tick p50 at 1,000 ÷ at 1 namespace', database: kind, value: g.p50Ratio, limit: '≤ 20', met: g.p50Ratio <= 20 });
       }
-      const crash = g.points.map((p) => p.reacquireMs);
-      if (crash.length) {
-        const value = crash.some((v) => v === null) ? null : Math.max(...(crash as number[]));
+      for (const p of g.points) {
+        const limitMs = p.reacquireLimitMs ?? g.reacquireLimitMs;
         targets.push({
-          target: `group: crash, all leases re-acquired (ms, worst N)`,
+          target: `group: crash at ${p.namespaces.toLocaleString('en-US')} namespaces, all leases re-acquired (ms)`,
           database: kind,
-          value,
-          limit: `≤ ${g.reacquireLimitMs} (lease + 2 ticks)`,
-          met: value === null ? false : value <= g.reacquireLimitMs,
+          value: p.reacquireMs,
+          limit: `≤ ${limitMs} (lease + 2 ticks)`,
+          met: p.reacquireMs !== null && p.reacquireMs <= limitMs,
         });
       }
       if (g.balance) {

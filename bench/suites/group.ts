@@ -45,6 +45,17 @@ export interface GroupSizes {
   balanceNamespaces: number;
   /** Ticks watched for flapping after each settling of the balance run. Default 3. */
   quietTicks?: number;
+  /**
+   * From this many namespaces on, this lease and tick instead: one tick renewing 10,000 leases
+   * takes about a second per process here, more than a 2 s lease allows with three processes on
+   * two cores. Default: none.
+   */
+  large?: { from: number; expireSeconds: number; intervalMs: number };
+}
+
+/** Lease and tick of the measurement at `count` namespaces. */
+function timingFor(sizes: GroupSizes, count: number): { expireSeconds: number; intervalMs: number } {
+  return sizes.large && count >= sizes.large.from ? sizes.large : { expireSeconds: sizes.expireSeconds, intervalMs: sizes.intervalMs };
 }
 
 /** Transactions per tick per process. */
@@ -68,6 +79,11 @@ export interface TickStats {
 
 export interface GroupPoint {
   namespaces: number;
+  /** Lease (s) and tick (ms) of this measurement. */
+  expireSeconds: number;
+  intervalMs: number;
+  /** Lease + 2 ticks of this measurement, ms. */
+  reacquireLimitMs: number;
   /** Ticks of process 0 while it held all N leases (renewing them). */
   leader: TickStats;
   /** Ticks of the other processes meanwhile (observing N held leases). */
@@ -423,7 +439,10 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
     for (const count of sizes.namespaces) {
       const started = Date.now();
       const prefix = `grp-${stamp}-${count}-`;
-      const config: GroupWorkerConfig = { target, prefix, count, expireSeconds: sizes.expireSeconds, intervalMs: sizes.intervalMs, balance: false };
+      const timing = timingFor(sizes, count);
+      const tickMs = timing.intervalMs;
+      const reacquireLimitMs = timing.expireSeconds * 1000 + 2 * tickMs;
+      const config: GroupWorkerConfig = { target, prefix, count, ...timing, balance: false };
       const workers: Worker[] = [];
       const notes: string[] = [];
       try {
@@ -490,6 +509,8 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
         const txns = maxTransactions(workers);
         const point: GroupPoint = {
           namespaces: count,
+          ...timing,
+          reacquireLimitMs,
           leader: tickStats(leaderHeld.map((t) => t.durationMs)),
           follower: tickStats(followerTicks.map((t) => t.durationMs)),
           transactionsPerTick: (({ prune: _prune, ...count }) => count)(txns),

@@ -29,6 +29,12 @@ export interface GroupElectInput {
   readonly metadataJson: string | undefined;
   /** Acquire no more than this candidate's fair share (see {@link fairShare}). */
   readonly balance: boolean;
+  /**
+   * Leases given up (hand-over, resignation), vacated by the same transaction instead of being
+   * renewed, each term closed with its reason; not among `namespaces`. PostgreSQL and MySQL only
+   * (see {@link GroupStore.foldsVacates}).
+   */
+  readonly release?: ReadonlyMap<string, VacateReason>;
 }
 
 /** What the tick found for one namespace. */
@@ -55,6 +61,10 @@ export interface GroupElectOutcome {
   /** How many of the namespaces had no candidate row of the caller before the tick. */
   readonly unregistered: number;
   readonly databaseNow: Date;
+  /** The leases of `release` vacated (held by the caller, lapsed ones too), with their terms. */
+  readonly released?: ReadonlyArray<{ readonly ns: string; readonly term: number }>;
+  /** The leases of `release` still held by the caller but locked by another transaction: not vacated, to retry. */
+  readonly releaseSkipped?: readonly string[];
 }
 
 /** Namespace order of the lock: code points, as the binary collations of the tables sort. */
@@ -122,25 +132,56 @@ export function createGroupStore(context: DbContext) {
     const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
     const metaValue = input.metadataJson === undefined ? sql`` : sql`, ${input.metadataJson}`;
     const metaUpdate = raw(input.metadataJson === undefined ? '' : ', metadata = EXCLUDED.metadata');
+    const release = [...(input.release ?? new Map<string, VacateReason>())].sort(([a], [b]) => compareNs(a, b));
     const [row] = await execute(
       context,
       m,
       sql`WITH params AS (
   SELECT CAST(${[...input.namespaces]} AS varchar[]) AS nss
+), released AS (
+  -- The leases given up: vacated here rather than renewed (never waiting: a row locked by a
+  -- takeover of a lapsed lease is left to it).
+  SELECT l.ns, l.term, l.lease_expires_at, COALESCE(l.lease_expires_at > clock_timestamp(), false) AS live, r.reason
+  FROM ${leaders} l JOIN unnest(CAST(${release.map(([ns]) => ns)} AS varchar[]), CAST(${release.map(([, reason]) => reason)} AS varchar[])) AS r (ns, reason)
+    ON r.ns = l.ns
+  WHERE l.leader_id = ${me} ORDER BY l.ns FOR UPDATE OF l SKIP LOCKED
+), released_closed AS (
+  UPDATE ${history} AS h SET ended_at = CASE WHEN k.live THEN clock_timestamp() ELSE k.lease_expires_at END,
+    end_reason = CASE WHEN k.live THEN k.reason ELSE CAST(${'expired'} AS varchar) END
+  FROM released k WHERE h.ns = k.ns AND h.term = k.term AND h.ended_at IS NULL
+), vacated AS (
+  UPDATE ${leaders} AS l SET leader_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+  FROM released k WHERE l.ns = k.ns RETURNING l.ns, l.term
+), release_skipped AS (
+  SELECT l.ns FROM ${leaders} l WHERE l.ns = ANY (CAST(${release.map(([ns]) => ns)} AS varchar[])) AND l.leader_id = ${me}
+    AND NOT EXISTS (SELECT 1 FROM released k WHERE k.ns = l.ns)
+), vacated_announced AS (
+  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
+    'ns', v.ns, 'leaderId', NULL, 'term', v.term)::text) FROM vacated v
 ), input AS (
   SELECT DISTINCT x AS ns FROM unnest(${nss}) AS x
+), snap AS (
+  -- The rows as of the statement's snapshot (a plain read): what the history read here matches.
+  SELECT l.ns, l.term FROM ${leaders} l WHERE l.ns = ANY (${nss})
 ), locked AS (
+  -- SKIP LOCKED: a tick never waits. A row locked by another transaction (a rival's takeover or
+  -- tick, a vacate) is left for the next tick, so ticks of many namespaces do not convoy.
   SELECT l.ns, l.leader_id, l.term, l.lease_expires_at FROM ${leaders} l
   WHERE l.ns = ANY (${nss})
     AND (l.leader_id IS NULL OR l.leader_id = ${me} OR l.lease_expires_at IS NULL OR l.lease_expires_at <= clock_timestamp())
-  ORDER BY l.ns FOR UPDATE
+  ORDER BY l.ns FOR UPDATE SKIP LOCKED
 ), seen AS (
-  SELECT ns, leader_id, term, lease_expires_at, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
+  -- Only rows whose term is the snapshot's: a row taken over by a transaction that committed
+  -- after the statement began is locked in its newest version, but that term's history row is
+  -- invisible to this statement's snapshot and could not be closed; it is unknown this tick.
+  SELECT k.ns, k.leader_id, k.term, k.lease_expires_at, COALESCE(k.leader_id IS NOT NULL AND k.lease_expires_at > clock_timestamp(), false) AS live
+  FROM locked k JOIN snap s ON s.ns = k.ns AND s.term = k.term
 ), unlocked AS (
-  -- Held by someone else (not locked): the complement of locked on the same snapshot, so
-  -- disjoint from it; a row that changed hands while we waited for a lock is in neither (unknown).
+  -- Held by someone else (not locked), as of the snapshot, and not in seen; a row skipped as
+  -- locked, or that changed hands after the snapshot, is in neither (unknown).
   SELECT l.ns, l.leader_id, l.term FROM ${leaders} l
   WHERE l.ns = ANY (${nss}) AND l.leader_id IS NOT NULL AND l.leader_id <> ${me} AND l.lease_expires_at > clock_timestamp()
+    AND NOT EXISTS (SELECT 1 FROM seen s WHERE s.ns = l.ns)
 ), missing AS (
   SELECT i.ns FROM input i WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.ns)
 ), others AS (
@@ -228,6 +269,9 @@ export function createGroupStore(context: DbContext) {
 SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a', leads, 'q', acquired, 'h', hand_over)) FROM result) AS results,
   (SELECT json_agg(candidate_id) FROM members) AS members,
   (SELECT count(*) FROM announced) AS announced,
+  (SELECT json_agg(json_build_object('n', ns, 't', term)) FROM vacated) AS released,
+  (SELECT count(*) FROM vacated_announced) AS vacated_announced,
+  (SELECT json_agg(ns) FROM release_skipped) AS release_skipped,
   (SELECT count(*) FROM input i WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = i.ns AND c.candidate_id = ${me})) AS unregistered,
   ${d.instant(d.now.text)} AS db_now`,
     );
@@ -253,6 +297,8 @@ SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a
       members: ((parseJson(row.members) ?? []) as string[]).map(String).sort(),
       unregistered: Number(row.unregistered),
       databaseNow: d.parseInstant(row.db_now) as Date,
+      released: ((parseJson(row.released) ?? []) as Array<{ n: string; t: number | string }>).map((r) => ({ ns: r.n, term: Number(r.t) })),
+      releaseSkipped: ((parseJson(row.release_skipped) ?? []) as string[]).map(String),
     };
   }
 
@@ -261,6 +307,36 @@ SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a
   async function electMysql(m: EntityManager, input: GroupElectInput, known: Set<string>): Promise<GroupElectOutcome> {
     const me = input.candidateId;
     const batches = chunks(input.namespaces, GROUP_BATCH_SIZE);
+    // 0. The leases given up: vacated first, in the same transaction, rather than renewed.
+    const released: Array<{ ns: string; term: number }> = [];
+    const releaseSkipped: string[] = [];
+    const release = [...(input.release ?? new Map<string, VacateReason>())].sort(([a], [b]) => compareNs(a, b));
+    for (const batch of chunks(release, GROUP_BATCH_SIZE)) {
+      const ours = await execute(context, m, sql`SELECT ns FROM ${leaders} WHERE ns IN ${list(batch.map(([ns]) => ns))} AND leader_id = ${me}`);
+      const held = await execute(
+        context,
+        m,
+        sql`SELECT ns, term FROM ${leaders} WHERE ns IN ${list(batch.map(([ns]) => ns))} AND leader_id = ${me} ORDER BY ns FOR UPDATE SKIP LOCKED`,
+      );
+      const lockedNs = new Set(held.map((r) => String(r.ns)));
+      for (const r of ours) if (!lockedNs.has(String(r.ns))) releaseSkipped.push(String(r.ns));
+      if (held.length === 0) continue;
+      const reasons = new Map(batch);
+      for (const reason of new Set(held.map((r) => reasons.get(String(r.ns))))) {
+        const names = held.filter((r) => reasons.get(String(r.ns)) === reason).map((r) => String(r.ns));
+        await execute(
+          context,
+          m,
+          sql`UPDATE ${history} h JOIN ${leaders} l ON l.ns = h.ns AND l.term = h.term
+SET h.end_reason = CASE WHEN l.lease_expires_at > ${d.now} THEN ${reason} ELSE ${'expired'} END,
+  h.ended_at = CASE WHEN l.lease_expires_at > ${d.now} THEN ${d.now} ELSE l.lease_expires_at END
+WHERE h.ns IN ${list(names)} AND h.ended_at IS NULL AND l.leader_id = ${me}`,
+        );
+      }
+      const names = held.map((r) => String(r.ns));
+      await execute(context, m, sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${d.now} WHERE ns IN ${list(names)} AND leader_id = ${me}`);
+      for (const r of held) released.push({ ns: String(r.ns), term: Number(r.term) });
+    }
     // 1. Rows the group has not seen yet are created first (vacant; a locking read of a missing
     //    row would take gap locks), then every row is locked, in namespace order.
     for (const batch of batches) {
@@ -271,21 +347,42 @@ SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a
     }
     type Row = { ns: string; leaderId: string | null; term: number; live: boolean; leaseExpired: boolean };
     const rows = new Map<string, Row>();
+    // Rows this tick may change but found locked by another transaction: unknown this tick.
+    const skipped = new Set<string>();
     let databaseNow: Date | undefined;
+    const toRow = (r: Record<string, unknown>): Row => {
+      const leaderId = (r.leader_id as string | null) ?? null;
+      return { ns: String(r.ns), leaderId, term: Number(r.term), live: leaderId !== null && sqlBool(r.live), leaseExpired: leaderId !== null && !sqlBool(r.live) };
+    };
+    const liveCase = sql`CASE WHEN leader_id IS NOT NULL AND lease_expires_at > ${d.now} THEN 1 ELSE 0 END`;
     for (const batch of batches) {
-      const found = await execute(
+      // A plain (non-locking) read first: rows held live by others are only reported, never
+      // locked, so a follower never waits for a leader's renewal (nor makes it wait).
+      const seen = await execute(
         context,
         m,
-        sql`SELECT ns, leader_id, term, CASE WHEN leader_id IS NOT NULL AND lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS live,
-  ${d.instant(d.now.text)} AS db_now FROM ${leaders} WHERE ns IN ${list(batch)} ORDER BY ns FOR UPDATE`,
+        sql`SELECT ns, leader_id, term, ${liveCase} AS live, ${d.instant(d.now.text)} AS db_now FROM ${leaders} WHERE ns IN ${list(batch)}`,
       );
-      for (const r of found) {
-        const ns = String(r.ns);
-        known.add(ns);
-        const leaderId = (r.leader_id as string | null) ?? null;
-        rows.set(ns, { ns, leaderId, term: Number(r.term), live: leaderId !== null && sqlBool(r.live), leaseExpired: leaderId !== null && !sqlBool(r.live) });
+      const wanted: string[] = [];
+      for (const r of seen) {
+        const row = toRow(r);
+        known.add(row.ns);
         databaseNow ??= d.parseInstant(r.db_now) as Date;
+        if (row.live && row.leaderId !== me) rows.set(row.ns, row);
+        else wanted.push(row.ns);
       }
+      if (wanted.length === 0) continue;
+      // Then the rows this tick may change (vacant, lapsed, ours), locked in namespace order and
+      // re-checked on their newest version; SKIP LOCKED: a row another transaction holds is
+      // left for the next tick rather than waited for.
+      const locked = await execute(
+        context,
+        m,
+        sql`SELECT ns, leader_id, term, ${liveCase} AS live FROM ${leaders} WHERE ns IN ${list(wanted)}
+  AND (leader_id IS NULL OR leader_id = ${me} OR lease_expires_at IS NULL OR lease_expires_at <= ${d.now}) ORDER BY ns FOR UPDATE SKIP LOCKED`,
+      );
+      for (const r of locked) rows.set(String(r.ns), toRow(r));
+      for (const ns of wanted) if (!rows.has(ns)) skipped.add(ns);
     }
     // 2. The candidates of those namespaces, by a plain read (the leader rows are locked).
     const rival = new Map<string, number>();
@@ -321,6 +418,10 @@ FROM ${candidates} WHERE ns IN ${list(batch)} AND (candidate_id = ${me} OR (elig
     const outcomes: GroupNsOutcome[] = [];
     for (const ns of input.namespaces) {
       const row = rows.get(ns);
+      if (skipped.has(ns)) {
+        outcomes.push({ ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false });
+        continue;
+      }
       if (!row) {
         // Deleted behind our back after we saw it: created again by the next tick.
         known.delete(ns);
@@ -389,7 +490,7 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
       const [clock] = await execute(context, m, sql`SELECT ${d.instant(d.now.text)} AS db_now`);
       databaseNow = d.parseInstant(clock?.db_now) as Date;
     }
-    return { outcomes, members, unregistered: input.namespaces.length - registered.size, databaseNow };
+    return { outcomes, members, unregistered: input.namespaces.length - registered.size, databaseNow, released, releaseSkipped };
   }
 
   /** The top-priority live eligible candidates (this one included when it qualifies), sorted. */
@@ -740,9 +841,12 @@ WHERE ns ${inTempInput} AND ended_at IS NULL AND term = (SELECT l.term FROM ${le
   }
 
   return {
+    /** Whether `elect` vacates {@link GroupElectInput.release} in the tick's own transaction (PostgreSQL, MySQL). */
+    foldsVacates: d.name !== 'sqlite',
+
     /** One tick for every namespace of the group, in one transaction (PostgreSQL: one statement). */
     async elect(input: GroupElectInput, state: { known: Set<string>; sqliteWaitMs?: number }): Promise<GroupElectOutcome> {
-      if (input.namespaces.length === 0) {
+      if (input.namespaces.length === 0 && (input.release?.size ?? 0) === 0) {
         return { outcomes: [], members: [], unregistered: 0, databaseNow: await this.clock(state.sqliteWaitMs) };
       }
       switch (d.name) {

@@ -354,7 +354,13 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
   async #tick(run: number): Promise<void> {
     const store = this.#store;
     if (!store) return;
-    const namespaces = [...this.#namespaces].sort(compareNs);
+    // Leases given up whose onStoppedLeading has settled: vacated by this tick's own transaction
+    // (where the store can), instead of being renewed.
+    const release = new Map<string, VacateReason>();
+    if (store.foldsVacates && !this.#vacating) {
+      for (const [ns, reason] of this.#giving) if (!this.#stoppedCallbacks.has(ns)) release.set(ns, reason);
+    }
+    const namespaces = [...this.#namespaces].filter((ns) => !release.has(ns)).sort(compareNs);
     const deadline = LocalDeadline.startingNow(this.#o.clock, this.#o.expireSeconds * 1000);
     const sentAtWallMs = deadline.startedAt.getTime();
     const sentAt = performance.now();
@@ -370,6 +376,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
           eligible: this.#o.eligible,
           metadataJson: sendingMetadata ? this.#o.metadataJson : undefined,
           balance: this.#o.balance,
+          release,
         },
         { known: this.#known },
       );
@@ -385,8 +392,16 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     this.#sendMetadata = !sendingMetadata && result.unregistered > 0;
     const counts = { acquired: 0, lost: 0 };
     if (this.#state === 'running') {
+      const vacated = new Map((result.released ?? []).map((r) => [r.ns, r.term]));
+      const skipped = new Set(result.releaseSkipped ?? []);
+      for (const [ns, reason] of release) {
+        // Vacated, or no longer held; one still held but locked by another transaction is retried.
+        if (this.#giving.get(ns) === reason && !skipped.has(ns)) this.#giving.delete(ns);
+        const term = vacated.get(ns);
+        if (term !== undefined) this.#observe(ns, null, term);
+      }
       this.#apply(result, deadline, counts);
-      void this.#flushVacates();
+      if (!store.foldsVacates) void this.#flushVacates();
       this.#maybePrune();
     }
     const clockSkew = measureClockSkew(result.databaseNow, sentAtWallMs, durationMs);

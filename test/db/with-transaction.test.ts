@@ -7,6 +7,25 @@ import { ElectionService, ValidationError, withTransaction } from 'gemstone-util
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 
+/** Resolves every arrival once `parties` have arrived. */
+function barrier(parties: number): { arrive(): Promise<void> } {
+  const all = deferred();
+  let arrived = 0;
+  return {
+    arrive() {
+      if (++arrived >= parties) all.resolve();
+      return all.promise;
+    },
+  };
+}
+
+/** A promise with its resolve function, for handshakes between concurrent transactions. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
 describeEachDatabase('withTransaction', (db) => {
   let ds: DataSource;
   const p = (i: number) => (db.kind === 'postgres' ? `$${i}` : '?');
@@ -82,29 +101,33 @@ describeEachDatabase('withTransaction', (db) => {
     test('a deadlock victim is rerun and both transactions commit; with conflictRetries 0 it is surfaced', async () => {
       const [x, y] = [uuid(), uuid()];
       await query(ds, 'INSERT INTO wt_ledger (id, n) VALUES (?, 0), (?, 0)', [x, y]);
-      const crossed = (first: string, second: string, retries?: number) => {
+      // Each first run holds its first row before either asks for its second (a handshake, not a
+      // sleep: a loaded machine reorders sleeps), so the two always cross.
+      const crossed = (first: string, second: string, bothHold: { arrive(): Promise<void> }, retries?: number) => {
         let runs = 0;
         const done = withTransaction(
           ds,
           async (m) => {
             runs++;
             await m.query(`UPDATE wt_ledger SET n = n + 1 WHERE id = ${p(1)}`, [first]);
-            await sleep(300);
+            if (runs === 1) await bothHold.arrive();
             await m.query(`UPDATE wt_ledger SET n = n + 1 WHERE id = ${p(1)}`, [second]);
           },
           retries === undefined ? {} : { conflictRetries: retries },
         );
         return { done, runs: () => runs };
       };
-      const one = crossed(x, y);
-      const two = crossed(y, x);
+      const firstPair = barrier(2);
+      const one = crossed(x, y, firstPair);
+      const two = crossed(y, x, firstPair);
       await Promise.all([one.done, two.done]);
       expect(one.runs() + two.runs()).toBeGreaterThanOrEqual(3); // someone was the victim and ran again
       const rows = await query(ds, 'SELECT n FROM wt_ledger WHERE id IN (?, ?)', [x, y]);
       expect(rows.map((r) => Number(r.n))).toEqual([2, 2]);
 
-      const three = crossed(x, y, 0);
-      const four = crossed(y, x, 0);
+      const secondPair = barrier(2);
+      const three = crossed(x, y, secondPair, 0);
+      const four = crossed(y, x, secondPair, 0);
       const results = await Promise.allSettled([three.done, four.done]);
       expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1);
     });
@@ -120,22 +143,30 @@ describeEachDatabase('withTransaction', (db) => {
       await query(ds, 'INSERT INTO wt_ledger (id, n) VALUES (?, 0)', [x]);
       let lightRuns = 0;
       const errors: unknown[] = [];
+      // The order is forced by handshakes, not sleeps (a loaded machine reorders sleeps): light
+      // holds x, heavy then holds the leader row, light waits for the leader row, heavy for x.
+      const lightHoldsX = deferred();
+      const heavyHoldsLeaderRow = deferred();
       const light = withTransaction(ds, async (m) => {
         lightRuns++;
         await m.query(`UPDATE wt_ledger SET n = n + 1 WHERE id = ${p(1)}`, [x]);
-        await sleep(lightRuns === 1 ? 300 : 0);
+        lightHoldsX.resolve();
+        await heavyHoldsLeaderRow.promise;
         await svc.assertLeader(leader, { ns, session: m }).catch((error: unknown) => {
           errors.push(error);
           throw error;
         });
       });
-      await sleep(100);
-      const heavy = withTransaction(ds, async (m) => {
-        for (let i = 0; i < 50; i++) await m.query(`INSERT INTO wt_ledger (id, n) VALUES (${p(1)}, 0)`, [`${bulk}-${i}`]);
-        await svc.elect(leader, { ns, session: m }); // a renewal: locks the leader row for update
-        await sleep(500);
-        await m.query(`UPDATE wt_ledger SET n = n + 1 WHERE id = ${p(1)}`, [x]);
-      });
+      const heavy = (async () => {
+        await lightHoldsX.promise;
+        return withTransaction(ds, async (m) => {
+          for (let i = 0; i < 50; i++) await m.query(`INSERT INTO wt_ledger (id, n) VALUES (${p(1)}, 0)`, [`${bulk}-${i}`]);
+          await svc.elect(leader, { ns, session: m }); // a renewal: locks the leader row for update
+          heavyHoldsLeaderRow.resolve();
+          await sleep(300); // light is waiting for the leader row first
+          await m.query(`UPDATE wt_ledger SET n = n + 1 WHERE id = ${p(1)}`, [x]);
+        });
+      })();
       await Promise.all([light, heavy]);
       expect(lightRuns).toBe(2);
       expect(errors.map((e) => (e as Error).name)).toEqual(['SerializationFailureError']);

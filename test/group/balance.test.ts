@@ -5,9 +5,10 @@
  */
 import type { DataSource } from 'typeorm';
 import type { LeaderElectorGroup } from 'gemstone-utils';
-import { describeEachDatabase, sleep } from '../support/databases';
+import { initDb } from 'gemstone-utils';
+import { describeEachDatabase, query, sleep } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
-import { countsByLeader, namespaces, recordingGroup, waitFor } from './helpers';
+import { countsByLeader, namespaces, recordingGroup, TransactionCounter, waitFor } from './helpers';
 
 const EXPIRE = 5;
 const INTERVAL = 1_000;
@@ -72,6 +73,38 @@ describeEachDatabase(
       // The dead group ended its leaderships by its own deadline.
       expect(dead.group.leases.size).toBe(0);
       for (const r of recorded.slice(0, 2)) expect(r.errors).toEqual([]);
+    });
+
+    // SQLite vacates hand-overs in a transaction of their own after the tick.
+    if (db.kind !== 'sqlite') test('hand-overs are vacated by a tick: every tick of the giving group is one transaction', async () => {
+      const names = namespaces(freshNs(), 40);
+      const counter = new TransactionCounter();
+      const counted = db.track(await initDb(db.options({ logging: ['query'], logger: counter } as never)));
+      const a = recordingGroup(counted, { namespaces: names, balance: true, expireSeconds: EXPIRE, intervalMs: INTERVAL, listen: false });
+      const reader = await db.connect();
+      const b = recordingGroup(reader, { namespaces: names, balance: true, expireSeconds: EXPIRE, intervalMs: INTERVAL });
+      groups.push(a.group, b.group);
+      // The transactions counted at each of a's ticks: one between any two.
+      const marks: number[] = [];
+      a.group.on('tick', () => void marks.push(counter.transactions));
+      await a.group.start();
+      expect(a.group.leases.size).toBe(40);
+      // The loop prunes once after its first tick (a transaction of its own): let it pass.
+      await sleep(300);
+      counter.reset();
+      marks.length = 0;
+      await b.group.start();
+      await waitFor('an even split', async () => settled(await countsByLeader(reader, names), [a.group.candidateId, b.group.candidateId], 40), 30_000, 200);
+      const handedOver = a.events.filter((e) => e.kind === 'demoted' && e.reason === 'handed-over').length;
+      expect(handedOver).toBe(20);
+      const ticked = marks.length;
+      await waitFor('two more ticks of a', () => marks.length >= ticked + 2, 30_000);
+      const deltas = marks.slice(1).map((m, i) => m - marks[i]!);
+      expect(deltas.length).toBeGreaterThanOrEqual(2);
+      expect(deltas.filter((delta) => delta !== 1)).toEqual([]);
+      const history = await query<{ n: number | string }>(reader, `SELECT COUNT(*) AS n FROM gemstone_election_history WHERE end_reason = 'handed-over' AND ns IN (${names.map(() => '?').join(', ')})`, names);
+      expect(Number(history[0]!.n)).toBe(20);
+      for (const r of [a, b]) expect(r.errors).toEqual([]);
     });
 
     test('a group that joins with a lower priority takes nothing; an ineligible one takes nothing', async () => {
