@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
 import { sqlBool } from '../db/dialect';
 import { execute, inOneStatement, inTransaction } from '../db/session';
-import { runProgram } from '../db/sqlite-atomic';
+import { isBetterSqlite, runProgram, runSyncStep } from '../db/sqlite-atomic';
 import { raw, RawSql, sql, SqlFragment } from '../db/sql';
 
 import { GROUP_BATCH_SIZE } from './group-options';
@@ -84,6 +84,9 @@ export function fairShare(n: number, members: readonly string[], me: string): nu
   return Math.floor(n / k) + (rank < n % k ? 1 : 0);
 }
 
+/** SQLite: the most namespaces one statement of a program binds (the limit is 32,766 variables). */
+const SQLITE_BATCH = 5_000;
+
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
@@ -104,9 +107,6 @@ function commaList(items: readonly unknown[]): SqlFragment {
 function list(values: readonly unknown[]): SqlFragment {
   return sql`(${commaList(values)})`;
 }
-
-/** SQLite: the most namespaces one statement of a program binds (the limit is 32,766 variables). */
-const SQLITE_BATCH = 5_000;
 
 export function createGroupStore(context: DbContext) {
   const { dialect: d } = context;
@@ -504,29 +504,38 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
 
   // ---- SQLite: one program (see db/sqlite-atomic.ts) --------------------------------------------
 
-  const inputTable: RawSql = raw(`temp.${dataSource.driver.escape(context.tableName('gemstone_election_group_input'))}`);
-  const inInput = sql`IN (SELECT ns FROM ${inputTable})`;
+  // The namespaces are ONE parameter, a JSON array read by json_each: no table to fill row by row.
+  const inInput = (nsJson: string) => sql`IN (SELECT value FROM json_each(${nsJson}))`;
+  // The clock once per statement (an uncorrelated subquery is evaluated once), not once per row.
+  const nowOnce = sql`(SELECT ${d.now})`;
+  const nowOnceText = `(SELECT ${d.now.text})`;
 
-  function fillInput(namespaces: readonly string[]): SqlFragment[] {
-    const statements = [sql`CREATE TEMP TABLE IF NOT EXISTS ${inputTable} (ns TEXT PRIMARY KEY)`, sql`DELETE FROM ${inputTable}`];
-    for (const batch of chunks(namespaces, SQLITE_BATCH)) {
-      const values = commaList(batch.map((ns) => sql`(${ns})`));
-      statements.push(sql`INSERT INTO ${inputTable} (ns) VALUES ${values}`);
+  /**
+   * Runs a group program: on better-sqlite3 as one synchronous step (prepared statements kept per
+   * connection under `key`, another connection's lock briefly waited for, as the single elect
+   * does), on sqlite3 queued at once by `runProgram`.
+   */
+  function runGroupProgram(key: string, statements: readonly SqlFragment[], waitMs: number | undefined): Promise<Record<string, unknown>[][]> {
+    if (isBetterSqlite(dataSource)) {
+      return runSyncStep(dataSource, (step) => statements.map((statement, i) => step.run(`${key}:${i}`, statement)), { transaction: true, waitMs });
     }
-    return statements;
+    return runProgram(dataSource, statements, { transaction: true, waitMs });
   }
 
   async function electSqlite(input: GroupElectInput, waitMs: number | undefined): Promise<GroupElectOutcome> {
     const me = input.candidateId;
-    const until = d.nowPlus(input.expireSeconds);
+    const nsJson = JSON.stringify(input.namespaces);
+    const inNs = inInput(nsJson);
+    const now = nowOnce;
+    const until = sql`(SELECT ${d.nowPlus(input.expireSeconds)})`;
     const eligible = input.eligible ? 1 : 0;
     const over = (l: string) =>
-      raw(`(${l}.leader_id IS NULL OR ${l}.lease_expires_at IS NULL OR (${l}.lease_expires_at <= ${d.now.text}
+      raw(`(${l}.leader_id IS NULL OR ${l}.lease_expires_at IS NULL OR (${l}.lease_expires_at <= ${nowOnceText}
   AND NOT EXISTS (SELECT 1 FROM ${history.text} h WHERE h.ns = ${l}.ns AND h.term = ${l}.term AND h.ended_at IS NULL)))`);
     const rivalOf = (l: string) =>
-      sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${raw(l)}.ns AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${d.now})`;
+      sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${raw(l)}.ns AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${now})`;
     const members = sql`WITH others AS (
-  SELECT candidate_id, MAX(priority) AS p FROM ${candidates} WHERE ns ${inInput} AND candidate_id <> ${me} AND eligible AND expires_at > ${d.now}
+  SELECT candidate_id, MAX(priority) AS p FROM ${candidates} WHERE ns ${inNs} AND candidate_id <> ${me} AND eligible AND expires_at > ${now}
   GROUP BY candidate_id
 ), top AS (
   SELECT MAX(p) AS p FROM (SELECT p FROM others UNION ALL SELECT ${input.priority} WHERE ${eligible} = 1)
@@ -538,7 +547,128 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
     const limit = input.balance
       ? sql`(${members} SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM members WHERE candidate_id = ${me}) THEN 0
   ELSE MAX(0, ${n} / k + CASE WHEN rank < ${n} % k THEN 1 ELSE 0 END
-    - (SELECT COUNT(*) FROM ${leaders} l WHERE l.ns ${inInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now})) END
+    - (SELECT COUNT(*) FROM ${leaders} l WHERE l.ns ${inNs} AND l.leader_id = ${me} AND l.lease_expires_at > ${now})) END
+  FROM (SELECT COUNT(*) AS k, COALESCE(SUM(candidate_id < ${me}), 0) AS rank FROM members))`
+      : raw('-1');
+    const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
+    const metaValue = input.metadataJson === undefined ? sql`` : sql`, ${input.metadataJson}`;
+    const metaSet = input.metadataJson === undefined ? sql`` : sql`, metadata = ${input.metadataJson}`;
+    // Statements skipped by changes() (better-sqlite3 only: there the program is one synchronous
+    // transaction; on sqlite3 a statement may run on its own when BEGIN failed, so each one does
+    // its whole work, whatever ran before it).
+    const gated = isBetterSqlite(dataSource);
+    const unless = (condition: SqlFragment) => (gated ? sql`SELECT value FROM json_each(${nsJson}) WHERE ${condition}` : sql`SELECT value FROM json_each(${nsJson})`);
+    const statements = [
+      // before: the leases the caller holds (the others cannot have been renewed), as ONE JSON
+      // value: one row to hand to JavaScript instead of one per namespace.
+      sql`SELECT json_group_object(l.ns, l.term) AS held FROM ${leaders} l WHERE l.ns ${inNs} AND l.leader_id = ${me} AND l.lease_expires_at > ${now}`,
+      // Lapsed terms end at their lease's end (before anything changes hands).
+      sql`UPDATE ${history} SET ended_at = (SELECT l.lease_expires_at FROM ${leaders} l WHERE l.ns = ${history}.ns), end_reason = ${'expired'}
+WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l
+  WHERE l.ns ${inNs} AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${now})`,
+      // Renewals first: the fair share counts what is held.
+      sql`UPDATE ${leaders} SET lease_expires_at = ${until}, updated_at = ${now}
+WHERE ns ${inNs} AND leader_id = ${me} AND NOT ${over(leaders.text)}`,
+      // The leader rows the group has not created yet (vacant), unless the renewal just above
+      // renewed every namespace (changes()): no row can be missing then.
+      sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
+SELECT i.value, NULL, NULL, ${now}, 0 FROM (${unless(sql`changes() < ${n}`)}) i
+WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.value)
+${d.insertIfAbsent(['ns'])}`,
+      sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${me}, lease_expires_at = ${until}, updated_at = ${now}
+WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inNs} AND ${over('l')} AND ${eligible} = 1
+  AND COALESCE(${rivalOf('l')} > ${input.priority}, 0) = 0 ORDER BY l.ns LIMIT ${limit})`,
+      // Only after acquisitions: changes() is the count of the UPDATE just before (a renewal opens no term).
+      sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
+SELECT l.ns, l.term, l.leader_id, ${now}, NULL, NULL FROM ${leaders} l
+WHERE l.ns IN (${unless(sql`changes() > 0`)}) AND l.leader_id = ${me} AND l.lease_expires_at > ${now}
+  AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
+${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
+      // Heartbeat of the caller's candidate rows, then the missing ones (none when the heartbeat
+      // changed every namespace's row); the changes() of that INSERT counts them.
+      sql`UPDATE ${candidates} SET last_heartbeat_at = ${now}, expires_at = ${until}, priority = ${input.priority}, eligible = ${eligible}${metaSet}
+WHERE ns ${inNs} AND candidate_id = ${me}`,
+      sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn})
+SELECT i.value, ${me}, ${now}, ${until}, ${input.priority}, ${eligible}${metaValue} FROM (${unless(sql`changes() < ${n}`)}) i
+WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = i.value AND c.candidate_id = ${me})
+${d.insertIfAbsent(['ns', 'candidate_id'])}`,
+      // after, in one row: the rows as JSON, how many candidate rows the INSERT above created, the
+      // namespaces where a live eligible candidate outranks the caller (looked for only when one
+      // does somewhere), the members, the clock.
+      sql`${members} SELECT changes() AS unregistered,
+  (SELECT json_group_array(json_array(l.ns, l.leader_id, l.term, CASE WHEN l.leader_id IS NOT NULL AND l.lease_expires_at > ${now} THEN 1 ELSE 0 END))
+    FROM ${leaders} l WHERE l.ns ${inNs}) AS rows,
+  (SELECT json_group_array(DISTINCT c.ns) FROM ${candidates} c
+    WHERE c.ns IN (SELECT value FROM json_each(${nsJson}) WHERE (SELECT MAX(p) FROM others) > ${input.priority})
+      AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${now} AND c.priority > ${input.priority}) AS outranked,
+  (SELECT json_group_array(candidate_id) FROM members) AS members,
+  ${d.now} AS db_now`,
+    ];
+    const variant = `${input.balance ? 'b' : ''}${input.metadataJson === undefined ? '' : 'm'}`;
+    const results = await runGroupProgram(`group:elect:${variant}`, statements, waitMs);
+    const held = JSON.parse(String(results[0]?.[0]?.held ?? '{}')) as Record<string, number>;
+    const last = results[statements.length - 1]?.[0] ?? {};
+    const unregistered = Number(last.unregistered ?? 0);
+    const after = new Map<string, [string, string | null, number, number]>();
+    for (const r of JSON.parse(String(last.rows ?? '[]')) as Array<[string, string | null, number, number]>) after.set(r[0], r);
+    const outranked = new Set(JSON.parse(String(last.outranked ?? '[]')) as string[]);
+    const memberIds = (JSON.parse(String(last.members ?? '[]')) as unknown[]).map(String).sort();
+    const databaseNow = d.parseInstant(last.db_now) as Date;
+    const outcomes = input.namespaces.map((ns): GroupNsOutcome => {
+      const r = after.get(ns);
+      if (!r) return { ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false };
+      const [, leaderId, term, liveFlag] = r;
+      const live = leaderId !== null && liveFlag === 1;
+      const isLeader = live && leaderId === me;
+      return {
+        ns,
+        leaderId: live ? leaderId : null,
+        term: Number(term),
+        isLeader,
+        acquired: isLeader && (Object.prototype.hasOwnProperty.call(held, ns) ? Number(held[ns]) !== Number(term) : true),
+        handOver: isLeader && (!input.eligible || outranked.has(ns)),
+      };
+    });
+    return { outcomes, members: memberIds, unregistered, databaseNow };
+  }
+
+  // sqlite3 (queued, see db/sqlite-atomic.ts): the namespaces in a temporary table, every
+  // statement doing its whole work on its own (one may run alone after a busy BEGIN).
+  const inputTable: RawSql = raw(`temp.${dataSource.driver.escape(context.tableName('gemstone_election_group_input'))}`);
+  const inTempInput = sql`IN (SELECT ns FROM ${inputTable})`;
+
+  function fillInput(namespaces: readonly string[]): SqlFragment[] {
+    const statements = [sql`CREATE TEMP TABLE IF NOT EXISTS ${inputTable} (ns TEXT PRIMARY KEY)`, sql`DELETE FROM ${inputTable}`];
+    for (const batch of chunks(namespaces, SQLITE_BATCH)) {
+      const values = commaList(batch.map((ns) => sql`(${ns})`));
+      statements.push(sql`INSERT INTO ${inputTable} (ns) VALUES ${values}`);
+    }
+    return statements;
+  }
+
+  async function electSqliteQueued(input: GroupElectInput, waitMs: number | undefined): Promise<GroupElectOutcome> {
+    const me = input.candidateId;
+    const until = d.nowPlus(input.expireSeconds);
+    const eligible = input.eligible ? 1 : 0;
+    const over = (l: string) =>
+      raw(`(${l}.leader_id IS NULL OR ${l}.lease_expires_at IS NULL OR (${l}.lease_expires_at <= ${d.now.text}
+  AND NOT EXISTS (SELECT 1 FROM ${history.text} h WHERE h.ns = ${l}.ns AND h.term = ${l}.term AND h.ended_at IS NULL)))`);
+    const rivalOf = (l: string) =>
+      sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${raw(l)}.ns AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${d.now})`;
+    const members = sql`WITH others AS (
+  SELECT candidate_id, MAX(priority) AS p FROM ${candidates} WHERE ns ${inTempInput} AND candidate_id <> ${me} AND eligible AND expires_at > ${d.now}
+  GROUP BY candidate_id
+), top AS (
+  SELECT MAX(p) AS p FROM (SELECT p FROM others UNION ALL SELECT ${input.priority} WHERE ${eligible} = 1)
+), members AS (
+  SELECT candidate_id FROM others WHERE p = (SELECT p FROM top)
+  UNION ALL SELECT ${me} WHERE ${eligible} = 1 AND ${input.priority} = (SELECT p FROM top)
+)`;
+    const n = sql`CAST(${input.namespaces.length} AS INTEGER)`;
+    const limit = input.balance
+      ? sql`(${members} SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM members WHERE candidate_id = ${me}) THEN 0
+  ELSE MAX(0, ${n} / k + CASE WHEN rank < ${n} % k THEN 1 ELSE 0 END
+    - (SELECT COUNT(*) FROM ${leaders} l WHERE l.ns ${inTempInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now})) END
   FROM (SELECT COUNT(*) AS k, COALESCE(SUM(candidate_id < ${me}), 0) AS rank FROM members))`
       : raw('-1');
     const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
@@ -551,22 +681,22 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
 ${d.insertIfAbsent(['ns'])}`,
       // before
       sql`SELECT l.ns, l.term, CASE WHEN l.leader_id = ${me} AND l.lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS mine
-FROM ${leaders} l WHERE l.ns ${inInput}`,
+FROM ${leaders} l WHERE l.ns ${inTempInput}`,
       sql`SELECT COUNT(*) AS unregistered FROM ${inputTable} t
 WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = t.ns AND c.candidate_id = ${me})`,
       // Lapsed terms end at their lease's end (before anything changes hands).
       sql`UPDATE ${history} SET ended_at = (SELECT l.lease_expires_at FROM ${leaders} l WHERE l.ns = ${history}.ns), end_reason = ${'expired'}
-WHERE ns ${inInput} AND ended_at IS NULL
+WHERE ns ${inTempInput} AND ended_at IS NULL
   AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${history}.ns AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${d.now})`,
       // Renewals first: the fair share counts what is held.
       sql`UPDATE ${leaders} SET lease_expires_at = ${until}, updated_at = ${d.now}
-WHERE ns ${inInput} AND leader_id = ${me} AND NOT ${over(leaders.text)}`,
+WHERE ns ${inTempInput} AND leader_id = ${me} AND NOT ${over(leaders.text)}`,
       sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${me}, lease_expires_at = ${until}, updated_at = ${d.now}
-WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inInput} AND ${over('l')} AND ${eligible} = 1
+WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inTempInput} AND ${over('l')} AND ${eligible} = 1
   AND COALESCE(${rivalOf('l')} > ${input.priority}, 0) = 0 ORDER BY l.ns LIMIT ${limit})`,
       sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
 SELECT l.ns, l.term, l.leader_id, ${d.now}, NULL, NULL FROM ${leaders} l
-WHERE l.ns ${inInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now}
+WHERE l.ns ${inTempInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now}
   AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
 ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
       sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn})
@@ -574,7 +704,7 @@ SELECT ns, ${me}, ${d.now}, ${until}, ${input.priority}, ${eligible}${metaValue}
 ${d.upsert(['ns', 'candidate_id'], updated)}`,
       // after
       sql`SELECT l.ns, l.leader_id, l.term, CASE WHEN l.leader_id IS NOT NULL AND l.lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS live,
-  ${rivalOf('l')} AS rival_priority FROM ${leaders} l WHERE l.ns ${inInput}`,
+  ${rivalOf('l')} AS rival_priority FROM ${leaders} l WHERE l.ns ${inTempInput}`,
       sql`${members} SELECT candidate_id FROM members`,
       sql`SELECT ${d.now} AS db_now`,
       sql`DELETE FROM ${inputTable}`,
@@ -679,16 +809,31 @@ WHERE h.ns IN ${list(names)} AND h.ended_at IS NULL AND l.leader_id = ${me}`,
   }
 
   async function vacateSqlite(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean, waitMs: number | undefined): Promise<string[]> {
+    const inNs = inInput(JSON.stringify(namespaces));
+    const statements = [
+      sql`SELECT ns FROM ${leaders} WHERE ns ${inNs} AND leader_id = ${me} AND lease_expires_at > ${nowOnce}`,
+      sql`UPDATE ${history} SET
+  end_reason = (SELECT CASE WHEN l.lease_expires_at > ${nowOnce} THEN ${reason} ELSE ${'expired'} END FROM ${leaders} l WHERE l.ns = ${history}.ns),
+  ended_at = (SELECT CASE WHEN l.lease_expires_at > ${nowOnce} THEN ${nowOnce} ELSE l.lease_expires_at END FROM ${leaders} l WHERE l.ns = ${history}.ns)
+WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l WHERE l.ns ${inNs} AND l.leader_id = ${me})`,
+      sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${nowOnce} WHERE ns ${inNs} AND leader_id = ${me}`,
+      ...(unregister ? [sql`DELETE FROM ${candidates} WHERE ns ${inNs} AND candidate_id = ${me}`] : []),
+    ];
+    const results = await runGroupProgram(`group:vacate:${unregister ? 'u' : ''}`, statements, waitMs);
+    return (results[0] ?? []).map((r) => String(r.ns));
+  }
+
+  async function vacateSqliteQueued(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean, waitMs: number | undefined): Promise<string[]> {
     const fill = fillInput(namespaces);
     const statements = [
       ...fill,
-      sql`SELECT ns FROM ${leaders} WHERE ns ${inInput} AND leader_id = ${me} AND lease_expires_at > ${d.now}`,
+      sql`SELECT ns FROM ${leaders} WHERE ns ${inTempInput} AND leader_id = ${me} AND lease_expires_at > ${d.now}`,
       sql`UPDATE ${history} SET
   end_reason = (SELECT CASE WHEN l.lease_expires_at > ${d.now} THEN ${reason} ELSE ${'expired'} END FROM ${leaders} l WHERE l.ns = ${history}.ns),
   ended_at = (SELECT CASE WHEN l.lease_expires_at > ${d.now} THEN ${d.now} ELSE l.lease_expires_at END FROM ${leaders} l WHERE l.ns = ${history}.ns)
-WHERE ns ${inInput} AND ended_at IS NULL AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${history}.ns AND l.leader_id = ${me})`,
-      sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${d.now} WHERE ns ${inInput} AND leader_id = ${me}`,
-      ...(unregister ? [sql`DELETE FROM ${candidates} WHERE ns ${inInput} AND candidate_id = ${me}`] : []),
+WHERE ns ${inTempInput} AND ended_at IS NULL AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${history}.ns AND l.leader_id = ${me})`,
+      sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${d.now} WHERE ns ${inTempInput} AND leader_id = ${me}`,
+      ...(unregister ? [sql`DELETE FROM ${candidates} WHERE ns ${inTempInput} AND candidate_id = ${me}`] : []),
       sql`DELETE FROM ${inputTable}`,
     ];
     const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
@@ -710,7 +855,7 @@ WHERE ns ${inInput} AND ended_at IS NULL AND term = (SELECT l.term FROM ${leader
         case 'mysql':
           return inTransaction(dataSource, undefined, (m) => electMysql(m, input, state.known));
         case 'sqlite':
-          return electSqlite(input, state.sqliteWaitMs);
+          return isBetterSqlite(dataSource) ? electSqlite(input, state.sqliteWaitMs) : electSqliteQueued(input, state.sqliteWaitMs);
       }
     },
 
@@ -724,7 +869,9 @@ WHERE ns ${inInput} AND ended_at IS NULL AND term = (SELECT l.term FROM ${leader
         case 'mysql':
           return inTransaction(dataSource, undefined, (m) => vacateMysql(m, sorted, me, reason, unregister));
         case 'sqlite':
-          return vacateSqlite(sorted, me, reason, unregister, sqliteWaitMs);
+          return isBetterSqlite(dataSource)
+            ? vacateSqlite(sorted, me, reason, unregister, sqliteWaitMs)
+            : vacateSqliteQueued(sorted, me, reason, unregister, sqliteWaitMs);
       }
     },
 
