@@ -223,11 +223,16 @@ export function createGroupStore(context: DbContext) {
     (n.renewing AND (NOT ${eligible} OR n.outranked)) AS hand_over
   FROM numbered n
 ), lease AS (
+  -- A renewal is decided again when it is written: the statement may have waited (for a candidate
+  -- row's lock) since the rows were read, and a lease that ran out meanwhile is a takeover by the
+  -- database clock (term + 1, the lapsed term closed below), never the same term resurrected.
   UPDATE ${leaders} AS l
-  SET leader_id = ${me}, term = CASE WHEN d.renewing THEN d.term ELSE d.term + 1 END,
+  SET leader_id = ${me}, term = CASE WHEN d.renewing AND l.lease_expires_at > clock_timestamp() THEN d.term ELSE d.term + 1 END,
     lease_expires_at = ${until}, updated_at = clock_timestamp()
   FROM decided d WHERE l.ns = d.ns AND d.existing AND d.takes
-  RETURNING l.ns, l.term, d.renewing
+    -- A lease to be given up that ran out meanwhile is not taken again.
+    AND NOT (d.hand_over AND l.lease_expires_at <= clock_timestamp())
+  RETURNING l.ns, l.term, l.term = d.term AS renewing, d.leader_id AS old_leader, d.term AS old_term, d.lease_expires_at AS old_lease
 ), created AS (
   INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
   SELECT d.ns, CASE WHEN d.takes THEN ${me} END, CASE WHEN d.takes THEN ${until} END, clock_timestamp(), CASE WHEN d.takes THEN 1 ELSE 0 END
@@ -241,9 +246,9 @@ export function createGroupStore(context: DbContext) {
   ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at,
     priority = EXCLUDED.priority, eligible = EXCLUDED.eligible${metaUpdate}
 ), closed AS (
-  UPDATE ${history} AS h SET ended_at = d.lease_expires_at, end_reason = CAST(${'expired'} AS varchar)
-  FROM decided d WHERE d.existing AND d.takes AND NOT d.renewing AND d.leader_id IS NOT NULL
-    AND h.ns = d.ns AND h.term = d.term AND h.ended_at IS NULL
+  UPDATE ${history} AS h SET ended_at = x.old_lease, end_reason = CAST(${'expired'} AS varchar)
+  FROM lease x WHERE NOT x.renewing AND x.old_leader IS NOT NULL
+    AND h.ns = x.ns AND h.term = x.old_term AND h.ended_at IS NULL
 ), acquired AS (
   SELECT ns, term FROM lease WHERE NOT renewing
   UNION ALL SELECT ns, term FROM created WHERE leader_id IS NOT NULL
@@ -255,12 +260,12 @@ export function createGroupStore(context: DbContext) {
   SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
     'ns', a.ns, 'leaderId', ${me}, 'term', a.term)::text) FROM acquired a
 ), result AS (
-  -- No joins: the locked rows as decided (each taken one was written: it is locked), the created
+  -- The locked rows as decided and written (each taken one was written: it is locked), the created
   -- rows as inserted (a racing insert of the same row leaves it out: unknown), the others' rows.
-  SELECT d.ns, CASE WHEN d.takes THEN ${me} WHEN d.live THEN d.leader_id END AS leader_id,
-    CASE WHEN d.takes AND NOT d.renewing THEN d.term + 1 ELSE d.term END AS term,
-    d.takes AS leads, (d.takes AND NOT d.renewing) AS acquired, d.hand_over
-  FROM decided d WHERE d.existing
+  SELECT d.ns, CASE WHEN x.ns IS NOT NULL THEN ${me} WHEN d.live AND NOT d.takes THEN d.leader_id END AS leader_id,
+    COALESCE(x.term, d.term) AS term,
+    x.ns IS NOT NULL AS leads, COALESCE(NOT x.renewing, false) AS acquired, COALESCE(d.hand_over AND x.renewing, false) AS hand_over
+  FROM decided d LEFT JOIN lease x ON x.ns = d.ns WHERE d.existing
   UNION ALL
   SELECT ns, leader_id, term, leader_id IS NOT NULL, leader_id IS NOT NULL, false FROM created
   UNION ALL
