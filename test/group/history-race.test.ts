@@ -84,6 +84,42 @@ describeEachDatabase(
       expect(rows).toHaveLength(2 * names.length);
       expect(historyViolations(rows)).toEqual([]);
     }, 60_000);
+
+    test('a renewal whose lease ran out while its tick waited is a new term, the lapsed one closed at its lease end', async () => {
+      const pg = db.kind === 'postgres';
+      const p = (i: number) => (pg ? `$${i}` : '?');
+      const names = namespaces(freshNs(), 3);
+      const lease = 1;
+      const { group: g, errors } = recordingGroup(ds, { namespaces: names, expireSeconds: lease, intervalMs: 200 });
+      groups.push(g);
+      await g.start();
+      await waitFor('the group leads term 1 everywhere', () => names.every((ns) => g.lease(ns)?.term === 1), 10_000);
+      // Another transaction holds the group's candidate rows: its next tick waits on them (its
+      // heartbeat) past the lease's end, then goes on.
+      runner = ds.createQueryRunner();
+      await runner.connect();
+      await runner.startTransaction();
+      for (const ns of names) {
+        await runner.query(`SELECT ns FROM gemstone_election_candidate WHERE ns = ${p(1)} AND candidate_id = ${p(2)} FOR UPDATE`, [ns, g.candidateId]);
+      }
+      await sleep(lease * 1000 + 800);
+      await runner.commitTransaction();
+      await waitFor('the group leads again', () => names.every((ns) => g.isLeader(ns)), 10_000);
+      expect(errors.filter((e) => !/has not answered|elect failed/.test(e.message))).toEqual([]);
+
+      const rows = await query<HistoryRow & { end_reason: string | null }>(
+        ds,
+        `SELECT ns, term, acquired_at, ended_at, end_reason FROM gemstone_election_history WHERE ns IN (${names.map(() => '?').join(', ')})`,
+        names,
+      );
+      expect(historyViolations(rows)).toEqual([]);
+      for (const ns of names) {
+        // Never the lapsed term resurrected: the lease now held is a later one.
+        expect(g.lease(ns)!.term).toBeGreaterThanOrEqual(2);
+        const first = rows.find((r) => r.ns === ns && Number(r.term) === 1)!;
+        expect(first.end_reason).toBe('expired');
+      }
+    }, 60_000);
   },
   { kinds: ['postgres', 'mariadb'] },
 );
