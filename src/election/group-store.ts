@@ -232,13 +232,14 @@ export function createGroupStore(context: DbContext) {
   FROM decided d WHERE l.ns = d.ns AND d.existing AND d.takes
     -- A lease to be given up that ran out meanwhile is not taken again.
     AND NOT (d.hand_over AND l.lease_expires_at <= clock_timestamp())
-  RETURNING l.ns, l.term, l.term = d.term AS renewing, d.leader_id AS old_leader, d.term AS old_term, d.lease_expires_at AS old_lease
+  RETURNING l.ns, l.term, l.term = d.term AS renewing, d.leader_id AS old_leader, d.term AS old_term, d.lease_expires_at AS old_lease,
+    l.updated_at AS granted_at
 ), created AS (
   INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
   SELECT d.ns, CASE WHEN d.takes THEN ${me} END, CASE WHEN d.takes THEN ${until} END, clock_timestamp(), CASE WHEN d.takes THEN 1 ELSE 0 END
   FROM decided d WHERE NOT d.existing ORDER BY d.ns
   ON CONFLICT (ns) DO NOTHING
-  RETURNING ns, leader_id, term
+  RETURNING ns, leader_id, term, updated_at AS granted_at
 ), touch AS (
   INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn})
   SELECT i.ns, ${me}, clock_timestamp(), ${until}, ${priority}, ${eligible}${metaValue} FROM input i
@@ -250,11 +251,13 @@ export function createGroupStore(context: DbContext) {
   FROM lease x WHERE NOT x.renewing AND x.old_leader IS NOT NULL
     AND h.ns = x.ns AND h.term = x.old_term AND h.ended_at IS NULL
 ), acquired AS (
-  SELECT ns, term FROM lease WHERE NOT renewing
-  UNION ALL SELECT ns, term FROM created WHERE leader_id IS NOT NULL
+  -- Dated by the write that granted the lease (clock_timestamp() moves on while a statement of
+  -- thousands of rows runs): a term never begins after its lease's end.
+  SELECT ns, term, granted_at FROM lease WHERE NOT renewing
+  UNION ALL SELECT ns, term, granted_at FROM created WHERE leader_id IS NOT NULL
 ), opened AS (
   INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
-  SELECT a.ns, a.term, ${me}, clock_timestamp(), NULL, NULL FROM acquired a
+  SELECT a.ns, a.term, ${me}, a.granted_at, NULL, NULL FROM acquired a
   ON CONFLICT (ns, term) DO UPDATE SET leader_id = EXCLUDED.leader_id, acquired_at = EXCLUDED.acquired_at, ended_at = NULL, end_reason = NULL
 ), announced AS (
   SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
