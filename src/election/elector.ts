@@ -6,6 +6,7 @@ import { checkElectorOptions, CheckedElectorOptions, Lease, LeaderElectorOptions
 import { assertEntitiesRegistered } from './entities-check';
 import { ElectorHealth, ElectorRole, TickHealth } from './health';
 import { LocalDeadline } from './monotonic';
+import { lastPrune, settlesWithin } from './loop-support';
 import { listenForLeaseChanges, ListenSubscriber, ListenTarget } from './pg-listener';
 import { ElectionService, ElectOutcome } from './service';
 import { pruneExpiredCandidates, pruneHistory } from './prune';
@@ -89,26 +90,6 @@ interface Leadership {
 }
 
 type State = 'idle' | 'starting' | 'running' | 'stopping';
-
-/** When a loop last started pruning each DataSource (monotonic ms): one prune per interval, however many electors. */
-const lastPrune = new WeakMap<DataSource, number>();
-
-/**
- * Whether `promise` settles within `ms` (true) or not (false: its outcome is left to it). The
- * timer does not keep the process alive.
- */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), Math.max(0, Math.min(ms, MAX_TIMER_MS)));
-    timer.unref();
-  });
-  try {
-    return await Promise.race([promise.then(() => true, () => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * The loop a worker runs: one `elect` per tick (which is also the heartbeat), callbacks and

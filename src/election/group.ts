@@ -9,6 +9,7 @@ import { checkGroupOptions, CheckedGroupOptions, GroupTick, LeaderElectorGroupOp
 import { compareNs, fairShare, GroupElectOutcome, groupStoreOf, GroupStore } from './group-store';
 import type { VacateReason } from './history';
 import { LocalDeadline } from './monotonic';
+import { lastPrune, settlesWithin } from './loop-support';
 import { listenForLeaseChanges, ListenSubscriber } from './pg-listener';
 import { pruneExpiredCandidates, pruneHistory } from './prune';
 import { stopOnSignals } from './shutdown';
@@ -51,22 +52,6 @@ interface Leadership {
 }
 
 type State = 'idle' | 'running' | 'stopping';
-
-/** When a group last started pruning each DataSource (monotonic ms). */
-const lastPrune = new WeakMap<DataSource, number>();
-
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), Math.max(0, Math.min(ms, MAX_TIMER_MS)));
-    timer.unref();
-  });
-  try {
-    return await Promise.race([promise.then(() => true, () => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * One process campaigning for many namespaces (one lease per scheduled job, shard or tenant) at
