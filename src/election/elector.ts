@@ -6,10 +6,9 @@ import { checkElectorOptions, CheckedElectorOptions, Lease, LeaderElectorOptions
 import { assertEntitiesRegistered } from './entities-check';
 import { ElectorHealth, ElectorRole, TickHealth } from './health';
 import { LocalDeadline } from './monotonic';
-import { lastPrune, settlesWithin } from './loop-support';
+import { pruneIfDue, settlesWithin } from './loop-support';
 import { listenForLeaseChanges, ListenSubscriber, ListenTarget } from './pg-listener';
 import { ElectionService, ElectOutcome } from './service';
-import { pruneExpiredCandidates, pruneHistory } from './prune';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from './store';
 import { ClockSkewAlarm, ElectorTick, measureClockSkew } from './tick';
@@ -580,13 +579,10 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   #maybePrune(): void {
     const dataSource = this.#dataSource;
     if (!dataSource || this.#pruning) return;
-    const now = performance.now();
-    const last = lastPrune.get(dataSource);
-    if (last !== undefined && now - last < PRUNE_INTERVAL_MS) return;
-    lastPrune.set(dataSource, now);
+    const started = pruneIfDue(dataSource, this.#o);
+    if (!started) return;
     const run = this.#run;
-    const pruning: Promise<void> = pruneExpiredCandidates(dataSource, { retentionSeconds: this.#o.candidateRetentionSeconds })
-      .then(() => pruneHistory(dataSource, { retentionSeconds: this.#o.historyRetentionSeconds }))
+    const pruning: Promise<void> = started
       .then(
         () => undefined,
         (error: unknown) => {

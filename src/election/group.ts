@@ -3,15 +3,14 @@ import type { DataSource } from 'typeorm';
 import { getDataSource } from '../db/default-data-source';
 import { ValidationError } from '../errors';
 import { DemotionReason, ElectorErrorPhase, LeaderElectorError, LeadershipEndedError } from './elector';
-import { Lease, MAX_TIMER_MS, PRUNE_INTERVAL_MS, TICK_JITTER } from './elector-options';
+import { Lease, MAX_TIMER_MS, TICK_JITTER } from './elector-options';
 import { assertEntitiesRegistered } from './entities-check';
 import { checkGroupOptions, CheckedGroupOptions, GroupTick, LeaderElectorGroupOptions } from './group-options';
 import { compareNs, fairShare, GroupElectOutcome, groupStoreOf, GroupStore } from './group-store';
 import type { VacateReason } from './history';
 import { LocalDeadline } from './monotonic';
-import { lastPrune, settlesWithin } from './loop-support';
+import { pruneIfDue, settlesWithin } from './loop-support';
 import { listenForLeaseChanges, ListenSubscriber } from './pg-listener';
-import { pruneExpiredCandidates, pruneHistory } from './prune';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from './store';
 import { ClockSkewAlarm, measureClockSkew } from './tick';
@@ -515,13 +514,10 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
   #maybePrune(): void {
     const dataSource = this.#dataSource;
     if (!dataSource || this.#pruning) return;
-    const now = performance.now();
-    const last = lastPrune.get(dataSource);
-    if (last !== undefined && now - last < PRUNE_INTERVAL_MS) return;
-    lastPrune.set(dataSource, now);
+    const started = pruneIfDue(dataSource, this.#o);
+    if (!started) return;
     const run = this.#run;
-    const pruning: Promise<void> = pruneExpiredCandidates(dataSource, { retentionSeconds: this.#o.candidateRetentionSeconds })
-      .then(() => pruneHistory(dataSource, { retentionSeconds: this.#o.historyRetentionSeconds }))
+    const pruning: Promise<void> = started
       .then(
         () => undefined,
         (error: unknown) => {
