@@ -585,8 +585,8 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
           },
 
     /**
-     * MariaDB (10.3.2+) only: the features of the one-round-trip paths of `elect`, or undefined
-     * (MySQL, older MariaDB, other databases), learnt once per DataSource. A failed look-up is not
+     * MariaDB (10.3.2+, not a Galera node) only: the features of the one-round-trip paths of
+     * `elect`, or undefined (MySQL, older MariaDB, Galera, other databases), learnt once per DataSource. A failed look-up is not
      * remembered and answers undefined (the transactional path).
      */
     mariadb(): Promise<MariadbFeatures | undefined> {
@@ -598,9 +598,14 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
           const [major, minor, patch] = version;
           const at = (a: number, b: number, c: number) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
           if (!at(10, 3, 2)) return undefined;
-          return Object.freeze({
-            isolationVariable: at(11, 1, 0) ? ('transaction_isolation' as const) : ('tx_isolation' as const),
-            returning: at(10, 5, 0),
+          return execute<{ wsrep?: unknown }>(context, context.dataSource.manager, sql`SELECT @@wsrep_on AS wsrep`).then(([row]) => {
+            // A Galera node certifies write sets at commit, not under row locks: the compare-and-set
+            // and one-statement paths are not proven there, so Galera keeps the locked path.
+            if (row !== undefined && (Number(row.wsrep) === 1 || String(row.wsrep).toUpperCase() === 'ON')) return undefined;
+            return Object.freeze({
+              isolationVariable: at(11, 1, 0) ? ('transaction_isolation' as const) : ('tx_isolation' as const),
+              returning: at(10, 5, 0),
+            });
           });
         });
         mariadbProbe = probe;

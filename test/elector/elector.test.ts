@@ -246,7 +246,7 @@ describeEachDatabase('LeaderElector', (db) => {
               // before START TRANSACTION; PostgreSQL's default isolation (and whether the
               // connection reaches the server directly) and the MySQL/MariaDB server version are
               // looked up once per DataSource.
-              if (/^(SET TRANSACTION ISOLATION LEVEL|SHOW transaction_isolation|SELECT current_setting\('transaction_isolation'\)|SELECT VERSION\(\) AS version$)/i.test(text)) return;
+              if (/^(SET TRANSACTION ISOLATION LEVEL|SHOW transaction_isolation|SELECT current_setting\('transaction_isolation'\)|SELECT VERSION\(\) AS version$|SELECT @@wsrep_on AS wsrep$)/i.test(text)) return;
               // The LISTEN connection's delivery check: one NOTIFY per connection, not a tick.
               if (/^SELECT pg_notify\(CAST\(\$1 AS text\), CAST\(\$2 AS text\)\)$/.test(text)) return;
               // The loop's candidate and history pruning (its own statements or transactions, not a tick's).
