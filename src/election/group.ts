@@ -415,12 +415,12 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
         continue;
       }
       if (outcome.term === null) {
-        // Unknown this time (the row changed hands while its lock was awaited, or a racing first
-        // insert won): a leadership held here cannot be confirmed, so it ends.
-        if (current) {
-          this.#demote(ns, 'lost');
-          counts.lost++;
-        }
+        // Unknown this tick (its row was locked by another transaction and skipped, it changed
+        // hands after the statement began, or a racing first insert won): not renewed, so a
+        // leadership held here keeps its local deadline unextended and ends by it unless a later
+        // tick renews it. Safe as for a failed tick: nobody can take the lease before its end by
+        // the database clock, which is no earlier than the local deadline. Ending it at once
+        // would make a lock held for a moment by a rival's tick demote and re-elect the same term.
         continue;
       }
       if (outcome.isLeader && (outcome.handOver || this.#giving.has(ns))) {
