@@ -1,11 +1,12 @@
 import { Command } from 'commander';
+import { dashboardCommand } from './dashboard/command';
 import { demoCommand } from './demo/command';
 import { initCommand } from './init';
 import { statusCommand } from './status/command';
 import { watchCommand } from './watch/command';
 import { historyCommand } from './history/command';
 
-/** The `gemstone-election` command line: `status`, `watch`, `history`, `init`, `demo`. */
+/** The `gemstone-election` command line: `status`, `watch`, `history`, `dashboard`, `init`, `demo`. */
 export function createProgram(version: string, extra: readonly Command[] = []): Command {
   const program = new Command('gemstone-election')
     .description('Leader election on the SQL database you already run: inspect it, set it up, watch it fail over.')
@@ -14,6 +15,7 @@ export function createProgram(version: string, extra: readonly Command[] = []): 
   program.addCommand(statusCommand());
   program.addCommand(watchCommand());
   program.addCommand(historyCommand());
+  program.addCommand(dashboardCommand());
   program.addCommand(initCommand());
   program.addCommand(demoCommand());
   for (const command of extra) program.addCommand(command);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'crypto';
 import { Command, InvalidArgumentError } from 'commander';
+import { DEFAULT_DASHBOARD_PORT } from '../../dashboard/server';
 import { checkNs } from '../../election/validate';
 import { CliError, oneLine } from '../errors';
 import { connect, disconnect, redact, resolveUrl } from '../target';
@@ -13,11 +14,13 @@ import {
   DEFAULT_DEMO_NS,
   DEFAULT_DEMO_WORK_MS,
   DEFAULT_DEMO_WORKERS,
+  DEFAULT_DEMO_DASHBOARD_DURATION_SECONDS,
   DemoOptions,
   MAX_DEMO_DURATION_SECONDS,
   METRICS_WORKER_TIMEOUT_MS,
 } from './options';
 import { MetricsServer, serveDemoMetrics } from './metrics-server';
+import { DashboardServer, serveDemoDashboard } from './dashboard';
 import { buildSummary, summaryText } from './summary';
 import { Supervisor } from './supervisor';
 import { DemoOutput, LiveView, PlainLog } from './view';
@@ -70,6 +73,7 @@ async function demo(options: DemoOptions): Promise<void> {
   let supervisor: Supervisor | undefined;
   let output: DemoOutput | undefined;
   let metricsServer: MetricsServer | undefined;
+  let dashboardServer: DashboardServer | undefined;
   // Installed for the whole run, the summary and the clean-up: a signal never cuts them short.
   const onSignal = (signal: StopSignal) => {
     if (stopSignal === undefined) {
@@ -98,17 +102,24 @@ async function demo(options: DemoOptions): Promise<void> {
     if (options.metricsPort !== undefined) {
       metricsServer = await serveDemoMetrics(options.metricsPort, () => supervisor?.workerMetrics(METRICS_WORKER_TIMEOUT_MS) ?? Promise.resolve([]));
     }
+    if (options.dashboard !== undefined && options.dashboard !== false) {
+      dashboardServer = await serveDemoDashboard(dataSource, options.dashboard);
+    }
+    const dashboardUrl = dashboardServer?.pageOf(options.ns);
     const initialTerm = (await readStatus(dataSource, options.ns))[0]?.term ?? 0;
     const live = Boolean(process.stdout.isTTY) && !options.json && !options.plain;
     // With --json, stdout carries only the summary; the log goes to stderr.
     output = live ? new LiveView(process.stdout) : new PlainLog(options.json ? process.stderr : process.stdout);
     const title =
-      `gemstone-election demo: ${options.workers} workers on ${redact(url)}, namespace ${JSON.stringify(options.ns)}, ` +
+      `gemstone-election demo${dashboardUrl ? ` (dashboard: ${dashboardUrl})` : ''}: ${options.workers} workers on ${redact(url)}, namespace ${JSON.stringify(options.ns)}, ` +
       `lease ${options.lease}s${options.chaos ? `, chaos every ${options.chaosEvery}s` : ''}${options.unfenced ? ', FENCING OFF' : ''}`;
     if (!live) output.event({ at: new Date(), text: title, tone: 'info' });
     supervisor = new Supervisor(options, url, dataSource, runId, output, title);
     if (metricsServer) {
       output.event({ at: new Date(), text: `metrics: ${metricsServer.url} (Prometheus text; each worker's series labelled worker="worker-N")`, tone: 'info' });
+    }
+    if (dashboardUrl) {
+      output.event({ at: new Date(), text: `dashboard: ${dashboardUrl} (open it to watch the leader change and the timeline fill in)`, tone: 'info' });
     }
     const startedAt = Date.now();
     let observed;
@@ -141,6 +152,7 @@ async function demo(options: DemoOptions): Promise<void> {
       }
     } finally {
       await metricsServer?.close();
+      await dashboardServer?.close();
       await disconnect(dataSource);
       for (const signal of signals) process.off(signal, onSignal);
       clearInterval(parentWatch);
@@ -173,8 +185,18 @@ export function demoCommand(): Command {
       "serve the workers' election metrics (Prometheus text) on http://127.0.0.1:<port>/metrics while the demo runs; 0 picks a free port (needs prom-client)",
       port,
     )
+    .option(
+      '--dashboard [port]',
+      `serve the dashboard on http://127.0.0.1:<port>/ while the demo runs (default port ${DEFAULT_DASHBOARD_PORT}, any free one if it is taken; 0: any free one) and run ${DEFAULT_DEMO_DASHBOARD_DURATION_SECONDS / 60} minutes unless --duration says otherwise`,
+      port,
+    )
     .option('--plain', 'plain log lines even on a terminal')
     .option('--json', 'print only the summary, as JSON, on stdout (log lines go to stderr)')
     .option('--keep', `keep the demo tables (${LEDGER_TABLE}, ${TERM_TABLE}) and this run's rows; by default they are dropped at the end, also after Ctrl-C, SIGTERM or SIGHUP`)
-    .action((options: DemoOptions) => demo(options));
+    .action((options: DemoOptions, command: Command) => {
+      // Time to open the page and watch a few failovers, unless the duration was chosen.
+      const dashboard = options.dashboard !== undefined && options.dashboard !== false;
+      if (dashboard && command.getOptionValueSource('duration') === 'default') options.duration = DEFAULT_DEMO_DASHBOARD_DURATION_SECONDS;
+      return demo(options);
+    });
 }

@@ -1,3 +1,5 @@
+import { DEFAULT_DASHBOARD_PORT } from '../../dashboard/server';
+
 /** Defaults of `gemstone-election demo`, chosen so failovers happen within seconds. */
 export const DEFAULT_DEMO_WORKERS = 3;
 export const DEFAULT_DEMO_DURATION_SECONDS = 30;
@@ -35,7 +37,16 @@ export interface DemoOptions {
   keep?: boolean;
   /** Serve the workers' election metrics on http://127.0.0.1:<port>/metrics (0: any free port). */
   metricsPort?: number;
+  /** Serve the dashboard on 127.0.0.1: `true` on {@link DEFAULT_DASHBOARD_PORT} (any free port if taken), a number on that port (0: any free one). */
+  dashboard?: boolean | number;
 }
+
+/** How long the demo runs with `--dashboard` unless `--duration` says otherwise: time to open the page and watch. */
+export const DEFAULT_DEMO_DASHBOARD_DURATION_SECONDS = 600;
+/** How often the demo's dashboard re-reads the database: failovers of a 2 s lease show at once, also without LISTEN. */
+export const DEMO_DASHBOARD_POLL_MS = 250;
+/** The timeline window the printed URL opens: the demo's last five minutes. */
+export const DEMO_DASHBOARD_WINDOW_SECONDS = 300;
 
 /** A scrape waits this long for each worker's metrics; a worker slower than that is left out. */
 export const METRICS_WORKER_TIMEOUT_MS = 1000;

@@ -49,7 +49,8 @@ export class Supervisor {
   #leaderSeen = false;
   #anyReady = false;
   #chaosTurn = 0;
-  #polling = false;
+  /** The read of the leader row in flight, if any: run() waits for it before it returns. */
+  #polling: Promise<void> | undefined;
   #finalTerm: number | null = null;
   #lastDbNowMs = Number.NaN;
   #fatal: Error | undefined;
@@ -88,6 +89,8 @@ export class Supervisor {
       this.requestStop = () => resolve();
     });
     this.#stopping = true;
+    // The caller destroys the DataSource after run(): no read may still be on its way then.
+    await this.#polling;
     await this.#pollNow();
     this.#gaps.close(this.#lastDbNowMs);
     for (const timer of this.#timers) clearTimeout(timer);
@@ -351,8 +354,15 @@ export class Supervisor {
     await this.#pollNow();
   }
 
-  async #pollNow(): Promise<void> {
-    this.#polling = true;
+  #pollNow(): Promise<void> {
+    const polling = this.#read().finally(() => {
+      if (this.#polling === polling) this.#polling = undefined;
+    });
+    this.#polling = polling;
+    return polling;
+  }
+
+  async #read(): Promise<void> {
     try {
       const snapshot = await readSnapshot(this.dataSource, this.options.ns);
       const row = snapshot.namespaces[0];
@@ -375,8 +385,6 @@ export class Supervisor {
       this.#currentLeader = sample.leaderId;
     } catch (error) {
       this.#event(`reading the leader row failed: ${oneLine(error)}`, 'bad');
-    } finally {
-      this.#polling = false;
     }
   }
 

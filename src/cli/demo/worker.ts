@@ -30,6 +30,8 @@ function send(message: WorkerMessage): void {
 let stopping = false;
 let elector: LeaderElector | undefined;
 let dataSource: DataSource | undefined;
+/** The job loop (see main): stop() lets it finish before destroying the DataSource it writes through. */
+let working: Promise<void> | undefined;
 
 /** Term history entries, once per term: written by the new leader under fencing, right after acquisition. */
 const recordedTerms = new Map<number, Promise<boolean>>();
@@ -82,6 +84,9 @@ async function stop(code: number): Promise<never> {
     // A hand-over that hangs (database gone) must not keep an orphan alive.
     setTimeout(() => process.exit(code), STOP_LIMIT_MS).unref();
     await elector?.stop().catch(() => undefined);
+    // A job under way ends with its (fenced) write, a term being recorded with its own; none starts any more.
+    await working?.catch(() => undefined);
+    await Promise.all(recordedTerms.values());
     if (dataSource?.isInitialized) await dataSource.destroy().catch(() => undefined);
     send({ kind: 'stopped' });
   }
@@ -119,10 +124,14 @@ async function main(): Promise<void> {
   await elector.start();
   send({ kind: 'ready', candidateId: elector.candidateId });
 
-  while (!stopping) {
-    const ran = await elector.runIfLeader((lease) => job(service, lease).then(() => true));
-    await sleep(ran ? config.gapMs : 50);
-  }
+  const leader = elector;
+  working = (async () => {
+    while (!stopping) {
+      const ran = await leader.runIfLeader((lease) => job(service, lease).then(() => true));
+      if (!stopping) await sleep(ran ? config.gapMs : 50);
+    }
+  })();
+  await working;
 }
 
 /** `--metrics-port`: this worker's election metrics, sent to the supervisor when it is scraped. */

@@ -1,0 +1,208 @@
+/// <reference types="node" preserve="true" />
+import type { IncomingMessage, ServerResponse } from 'http';
+import type { DataSource } from 'typeorm';
+import { contextOf } from '../db/context';
+import { getDataSource } from '../db/default-data-source';
+import { ValidationError } from '../errors';
+import { assertEntitiesRegistered } from '../election/entities-check';
+import { ElectionService } from '../election/service';
+import { Asset, loadAssets } from './assets/files';
+import { send, sendError, sendJson } from './http';
+import { streamNamespace } from './live/namespace-stream';
+import { streamOverview } from './live/overview-stream';
+import { LiveStreams } from './live/streams';
+import { checkDashboardOptions, DashboardOptions } from './options';
+import { namespaceParam, overviewQuery, windowSeconds } from './params';
+import { namespaceStatements, readNamespace } from './queries/namespace';
+import { overviewStatements, readOverview } from './queries/overview';
+import { readTimeline, timelineStatements } from './queries/timeline';
+
+/**
+ * The dashboard as a request handler for Node's `http` (and anything built on it: Express,
+ * Connect, Fastify through `@fastify/middie` or a hijacked route, Nest): `(request, response,
+ * next?)`. Requests outside its paths go to `next` when given, else get a 404.
+ */
+export interface Dashboard {
+  (request: IncomingMessage, response: ServerResponse, next?: (error?: unknown) => void): void;
+  /**
+   * Ends every live stream and waits for the requests in progress: when it resolves nothing the
+   * dashboard started (a watch, a poll, a LISTEN subscription, a query) is still running. Later
+   * requests get 503. Call it before destroying the DataSource.
+   */
+  close(): Promise<void>;
+  /** `close()` was called. */
+  readonly closed: boolean;
+  /** Live streams open now. */
+  readonly streams: number;
+}
+
+/** What the dashboard reads with, per DataSource. */
+interface Readers {
+  readonly dataSource: DataSource;
+  readonly service: ElectionService;
+  readonly overview: ReturnType<typeof overviewStatements>;
+  readonly namespace: ReturnType<typeof namespaceStatements>;
+  readonly timeline: ReturnType<typeof timelineStatements>;
+}
+
+const API_ROUTES = new Set(['/api/overview', '/api/overview/timeline', '/api/overview/events', '/api/namespace', '/api/namespace/timeline', '/api/namespace/events']);
+
+/** Where a request goes inside the dashboard, or undefined when it is not the dashboard's. */
+function locate(request: IncomingMessage, basePath: string): { path: string; params: URLSearchParams } | undefined {
+  const raw = request.url ?? '/';
+  const mark = raw.indexOf('?');
+  const pathname = mark < 0 ? raw : raw.slice(0, mark);
+  const params = new URLSearchParams(mark < 0 ? '' : raw.slice(mark + 1));
+  if (basePath === '') return { path: pathname, params };
+  if (pathname === basePath || pathname.startsWith(`${basePath}/`)) return { path: pathname.slice(basePath.length), params };
+  return undefined;
+}
+
+/**
+ * The page is addressed with a trailing slash, so that its relative URLs stay under the mount
+ * path: `/election` is redirected to `/election/`. The location is relative to the request's own
+ * (`./election/`): it can never point to another host.
+ */
+function redirectToSlash(request: IncomingMessage, response: ServerResponse): boolean {
+  const visible = ((request as { originalUrl?: string }).originalUrl ?? request.url ?? '/').split('?');
+  const pathname = visible[0] ?? '/';
+  if (pathname.endsWith('/')) return false;
+  const segment = pathname.slice(pathname.lastIndexOf('/') + 1);
+  const query = visible.length > 1 ? `?${visible.slice(1).join('?')}` : '';
+  send(response, 308, 'text/plain; charset=utf-8', 'see the trailing slash\n', { location: `./${segment}/${query}` });
+  return true;
+}
+
+/**
+ * A read-only leadership dashboard: an overview of every namespace (leader, term, lease left by
+ * the database clock, candidates, health), a page per namespace (candidates, and a timeline of
+ * its terms from the history table), kept live by server-sent events. Every statement it sends
+ * is a SELECT; every value reaches the page as text.
+ *
+ * ```ts
+ * const dashboard = createDashboard({ dataSource });
+ * app.use('/election', dashboard);          // Express; see docs/dashboard.md for the others
+ * // on shutdown, before dataSource.destroy():
+ * await dashboard.close();
+ * ```
+ */
+export function createDashboard(options?: DashboardOptions): Dashboard {
+  const o = checkDashboardOptions(options);
+  const assets: ReadonlyMap<string, Asset> = loadAssets();
+  const streams = new LiveStreams(o.maxStreams);
+  const inFlight = new Set<Promise<void>>();
+  const readersBySource = new WeakMap<DataSource, Readers>();
+  const settings = { flapWindowSeconds: o.flapWindowSeconds, flapTerms: o.flapTerms };
+  let closed = false;
+  let closing: Promise<void> | undefined;
+
+  function readers(): Readers {
+    const dataSource = o.dataSource ?? getDataSource();
+    assertEntitiesRegistered(dataSource);
+    let found = readersBySource.get(dataSource);
+    if (!found) {
+      const context = contextOf(dataSource);
+      found = {
+        dataSource,
+        service: new ElectionService(dataSource),
+        overview: overviewStatements(context, settings),
+        namespace: namespaceStatements(context, settings),
+        timeline: timelineStatements(context),
+      };
+      readersBySource.set(dataSource, found);
+    }
+    return found;
+  }
+
+  async function api(path: string, params: URLSearchParams, response: ServerResponse, head: boolean): Promise<void> {
+    const r = readers();
+    switch (path) {
+      case '/api/overview':
+        return sendJson(response, 200, await readOverview(r.dataSource, r.overview, overviewQuery(params), settings), head);
+      case '/api/overview/timeline': {
+        const query = overviewQuery(params);
+        const window = windowSeconds(params);
+        const page = await readOverview(r.dataSource, r.overview, query, settings);
+        const namespaces = page.rows.map((row) => row.ns);
+        return sendJson(response, 200, { namespaces, ...(await readTimeline(r.dataSource, r.timeline, namespaces, window)) }, head);
+      }
+      case '/api/namespace':
+        return sendJson(response, 200, await readNamespace(r.dataSource, r.namespace, namespaceParam(params), settings), head);
+      case '/api/namespace/timeline': {
+        const ns = namespaceParam(params);
+        return sendJson(response, 200, await readTimeline(r.dataSource, r.timeline, [ns], windowSeconds(params)), head);
+      }
+      case '/api/overview/events':
+      case '/api/namespace/events': {
+        const overview = path === '/api/overview/events';
+        const query = overview ? overviewQuery(params) : undefined;
+        const ns = overview ? undefined : namespaceParam(params);
+        if (streams.full) {
+          return sendError(response, 503, closed ? 'the dashboard is closed' : `too many live streams (at most ${o.maxStreams}): try again later`, {}, { 'retry-after': '5' });
+        }
+        return streams.open(
+          response,
+          head,
+          (stream, signal) =>
+            query
+              ? streamOverview(stream, signal, r.dataSource, () => readOverview(r.dataSource, r.overview, query, settings), o.pollMs, o.onError)
+              : streamNamespace(stream, signal, r.service, ns!, o.pollMs, o.onError),
+          o.onError,
+        );
+      }
+    }
+  }
+
+  async function serve(request: IncomingMessage, response: ServerResponse, next: ((error?: unknown) => void) | undefined): Promise<void> {
+    const target = locate(request, o.basePath);
+    const known = target !== undefined && (target.path === '' || assets.has(target.path) || API_ROUTES.has(target.path));
+    if (!known) {
+      if (next) return next();
+      return sendError(response, 404, 'not found');
+    }
+    const { path, params } = target;
+    if (request.method !== 'GET' && request.method !== 'HEAD') return sendError(response, 405, 'read-only: GET or HEAD', {}, { allow: 'GET, HEAD' });
+    if (closed) return sendError(response, 503, 'the dashboard is closed');
+    if (o.authorize) {
+      const access = await o.authorize(request);
+      if (access === 'unauthenticated') return sendError(response, 401, 'authentication required', {}, { 'www-authenticate': o.challenge });
+      if (access !== true) return sendError(response, 403, 'forbidden');
+      if (closed) return sendError(response, 503, 'the dashboard is closed');
+    }
+    const head = request.method === 'HEAD';
+    if (path === '' || path === '/') {
+      if (redirectToSlash(request, response)) return;
+    }
+    const asset = assets.get(path === '' ? '/' : path);
+    if (asset) return send(response, 200, asset.type, asset.body, { 'cache-control': 'no-cache' }, head);
+    try {
+      await api(path, params, response, head);
+    } catch (error) {
+      if (error instanceof ValidationError) return sendError(response, 400, error.message, { parameter: error.parameter });
+      throw error;
+    }
+  }
+
+  const dashboard = ((request: IncomingMessage, response: ServerResponse, next?: (error?: unknown) => void) => {
+    const work = serve(request, response, next).catch((error: unknown) => {
+      o.onError(error);
+      sendError(response, 500, `the dashboard could not answer: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+    });
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  }) as Dashboard;
+
+  Object.defineProperties(dashboard, {
+    close: {
+      value: () =>
+        (closing ??= (async () => {
+          closed = true;
+          await streams.close();
+          while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+        })()),
+    },
+    closed: { get: () => closed },
+    streams: { get: () => streams.size },
+  });
+  return dashboard;
+}

@@ -1,0 +1,136 @@
+/// <reference types="node" preserve="true" />
+import type { IncomingMessage } from 'http';
+import type { DataSource } from 'typeorm';
+import { ValidationError } from '../errors';
+import { checkOptions } from '../election/validate';
+import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../election/watch';
+
+/**
+ * What `authorize` answers: `true` serves the request; `false` answers 403 Forbidden;
+ * `'unauthenticated'` answers 401 with the `challenge` (so a browser asks for credentials).
+ */
+export type DashboardAccess = boolean | 'unauthenticated';
+
+/** Options of `createDashboard`. */
+export interface DashboardOptions {
+  /** The DataSource to read (after `initDb`). Default: `getDataSource()`, looked up at each request. */
+  readonly dataSource?: DataSource;
+  /**
+   * The path the dashboard is served under when the server hands it full URLs (Node's `http`, a
+   * Fastify route), e.g. `"/election"`. Not needed under `app.use(path, dashboard)` (Express,
+   * Connect, `@fastify/middie`), which strips the mount path itself. Default `""` (the root).
+   */
+  readonly basePath?: string;
+  /**
+   * Decides every request (page, scripts, data and live streams) before anything is read:
+   * see {@link DashboardAccess}. A throw or rejection answers 500. Default: every request is served.
+   */
+  readonly authorize?: (request: IncomingMessage) => DashboardAccess | Promise<DashboardAccess>;
+  /** The `WWW-Authenticate` header of a 401. Default {@link DEFAULT_DASHBOARD_CHALLENGE}. */
+  readonly challenge?: string;
+  /**
+   * How often live views re-read the database, in ms: a namespace's watch (on PostgreSQL a safety
+   * net behind LISTEN/NOTIFY) and the overview. Default {@link DEFAULT_WATCH_POLL_MS} (1000).
+   */
+  readonly pollMs?: number;
+  /** Live streams (server-sent events) open at once, all clients together; more answer 503. Default {@link DEFAULT_DASHBOARD_MAX_STREAMS} (64). */
+  readonly maxStreams?: number;
+  /** A namespace whose terms ended `flapTerms` times or more within this many seconds is shown as flapping. Default {@link DEFAULT_FLAP_WINDOW_SECONDS} (600). */
+  readonly flapWindowSeconds?: number;
+  /** See `flapWindowSeconds`. Default {@link DEFAULT_FLAP_TERMS} (3). */
+  readonly flapTerms?: number;
+  /** Receives errors answered with 500 and errors of live streams. Default: written to stderr. */
+  readonly onError?: (error: unknown) => void;
+}
+
+/** Default of {@link DashboardOptions.challenge}. */
+export const DEFAULT_DASHBOARD_CHALLENGE = 'Basic realm="gemstone-election dashboard", charset="UTF-8"';
+/** Default of {@link DashboardOptions.maxStreams}. */
+export const DEFAULT_DASHBOARD_MAX_STREAMS = 64;
+/** Default of {@link DashboardOptions.flapWindowSeconds}: ten minutes. */
+export const DEFAULT_FLAP_WINDOW_SECONDS = 600;
+/** Default of {@link DashboardOptions.flapTerms}. */
+export const DEFAULT_FLAP_TERMS = 3;
+
+/** Namespaces per overview page unless the page asks otherwise. */
+export const DEFAULT_PAGE_SIZE = 50;
+/** The most namespaces one overview page (or group timeline) shows. */
+export const MAX_PAGE_SIZE = 500;
+/** The longest overview filter, in characters. */
+export const MAX_FILTER_LENGTH = 255;
+/** The timeline's window unless the page asks otherwise: one hour. */
+export const DEFAULT_TIMELINE_WINDOW_SECONDS = 3_600;
+/** The shortest timeline window: one minute. */
+export const MIN_TIMELINE_WINDOW_SECONDS = 60;
+/** The longest timeline window: 31 days (the history keeps 30 by default). */
+export const MAX_TIMELINE_WINDOW_SECONDS = 31 * 86_400;
+/** The most terms one namespace's timeline reads; older ones in the window are left out (and the answer says so). */
+export const MAX_TIMELINE_TERMS = 1_000;
+/** The most terms a group timeline (one lane per namespace of an overview page) reads. */
+export const MAX_GROUP_TIMELINE_TERMS = 5_000;
+/** The most candidates a namespace's page lists. */
+export const MAX_CANDIDATES_SHOWN = 500;
+
+export interface CheckedDashboardOptions {
+  dataSource: DataSource | undefined;
+  basePath: string;
+  authorize: DashboardOptions['authorize'];
+  challenge: string;
+  pollMs: number;
+  maxStreams: number;
+  flapWindowSeconds: number;
+  flapTerms: number;
+  onError: (error: unknown) => void;
+}
+
+const KEYS = ['dataSource', 'basePath', 'authorize', 'challenge', 'pollMs', 'maxStreams', 'flapWindowSeconds', 'flapTerms', 'onError'] as const;
+
+function wholeNumber(value: unknown, parameter: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ValidationError(parameter, `must be an integer from ${min} to ${max} (got ${String(value)})`);
+  }
+  return value;
+}
+
+function defaultOnError(error: unknown): void {
+  process.stderr.write(`gemstone-utils dashboard: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+}
+
+/** A path such as `/election`: leading slash, no trailing one, nothing a URL would read otherwise. */
+function checkBasePath(value: unknown): string {
+  if (value === undefined || value === '' || value === '/') return '';
+  if (typeof value !== 'string' || !/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/.test(value) || value.includes('//')) {
+    throw new ValidationError('options.basePath', `must be a URL path such as "/election" (got ${JSON.stringify(value)})`);
+  }
+  return value.replace(/\/+$/, '');
+}
+
+export function checkDashboardOptions(value: unknown): CheckedDashboardOptions {
+  const o = checkOptions(value, KEYS);
+  const dataSource = o.dataSource as DataSource | undefined;
+  if (dataSource !== undefined && (typeof dataSource !== 'object' || dataSource === null || typeof dataSource.createQueryRunner !== 'function')) {
+    throw new ValidationError('options.dataSource', 'must be a TypeORM DataSource (or omitted for the default from initDb)');
+  }
+  for (const key of ['authorize', 'onError'] as const) {
+    if (o[key] !== undefined && typeof o[key] !== 'function') throw new ValidationError(`options.${key}`, 'must be a function');
+  }
+  if (o.challenge !== undefined && (typeof o.challenge !== 'string' || o.challenge === '' || /[\r\n]/.test(o.challenge))) {
+    throw new ValidationError('options.challenge', 'must be a one-line WWW-Authenticate value such as Basic realm="ops"');
+  }
+  const pollMs = o.pollMs ?? DEFAULT_WATCH_POLL_MS;
+  if (typeof pollMs !== 'number' || !Number.isFinite(pollMs) || pollMs <= 0 || pollMs > MAX_WATCH_POLL_MS) {
+    throw new ValidationError('options.pollMs', `must be a finite number of milliseconds > 0 and <= ${MAX_WATCH_POLL_MS} (got ${String(pollMs)})`);
+  }
+  return {
+    dataSource,
+    basePath: checkBasePath(o.basePath),
+    authorize: o.authorize as DashboardOptions['authorize'],
+    challenge: (o.challenge as string | undefined) ?? DEFAULT_DASHBOARD_CHALLENGE,
+    pollMs,
+    maxStreams: o.maxStreams === undefined ? DEFAULT_DASHBOARD_MAX_STREAMS : wholeNumber(o.maxStreams, 'options.maxStreams', 1, 10_000),
+    flapWindowSeconds:
+      o.flapWindowSeconds === undefined ? DEFAULT_FLAP_WINDOW_SECONDS : wholeNumber(o.flapWindowSeconds, 'options.flapWindowSeconds', 1, MAX_TIMELINE_WINDOW_SECONDS),
+    flapTerms: o.flapTerms === undefined ? DEFAULT_FLAP_TERMS : wholeNumber(o.flapTerms, 'options.flapTerms', 1, 1_000_000),
+    onError: (o.onError as ((error: unknown) => void) | undefined) ?? defaultOnError,
+  };
+}

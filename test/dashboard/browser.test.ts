@@ -1,0 +1,161 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium) on every shared database: the overview
+ * shows each namespace's leader; a namespace's page shows its leader, candidates and timeline, and
+ * both pages follow a hand-over within a second of it (PostgreSQL: NOTIFY) or within the poll
+ * plus a second (MariaDB, SQLite: polling); the overview's timeline renders a lane for each of a
+ * group's 200 namespaces.
+ */
+import type { DataSource } from 'typeorm';
+import type { Browser, Page } from 'playwright-core';
+import { LeaderElector, LeaderElectorGroup } from 'gemstone-utils';
+import { createDashboard } from 'gemstone-utils/dashboard';
+import { describeEachDatabase } from '../support/databases';
+import { describeInBrowser, watchedPage } from './support/browser';
+import { serveDashboard, Served } from './support/http';
+
+/** The dashboard's poll where no NOTIFY arrives (MariaDB, SQLite). */
+const POLL_MS = 500;
+const GROUP_SIZE = 200;
+
+const text = (page: Page, selector: string) => page.locator(selector).first().textContent();
+
+/** The page's document, as the callbacks below (run in the browser) use it: the tests are not compiled against the DOM. */
+interface Found {
+  textContent: string | null;
+  dataset: Record<string, string | undefined>;
+  querySelector(selector: string): Found | null;
+  querySelectorAll(selector: string): ArrayLike<Found> & Iterable<Found>;
+}
+declare const document: { querySelector(selector: string): Found | null; querySelectorAll(selector: string): ArrayLike<Found> };
+
+describeInBrowser('dashboard in Chromium', (browser: () => Browser) => {
+  describeEachDatabase(
+    'pages',
+    (db) => {
+      let ds: DataSource;
+      let served: Served;
+      const electors: LeaderElector[] = [];
+      const groups: LeaderElectorGroup[] = [];
+      const elector = (ns: string, metadata: Record<string, string | number>) => {
+        const e = new LeaderElector({ dataSource: ds, ns, expireSeconds: 10, intervalMs: 300, metadata });
+        electors.push(e);
+        return e;
+      };
+
+      beforeAll(async () => {
+        ds = await db.connect();
+        served = await serveDashboard(createDashboard({ dataSource: ds, pollMs: POLL_MS }));
+      });
+      afterAll(async () => {
+        await served?.close();
+        for (const e of electors) await e.stop();
+        for (const g of groups) await g.stop();
+      });
+
+      test('the overview loads, goes live and shows the leader of each namespace', async () => {
+        const web = elector('web', { host: 'web-1', pid: 101 });
+        await web.start();
+        const context = await browser().newContext();
+        try {
+          const { page, incidents } = await watchedPage(context);
+          await page.goto(`${served.url}/`);
+          await page.locator('tr[data-ns="web"] [data-field="leader"]').waitFor();
+          expect(await text(page, 'tr[data-ns="web"] [data-field="leader"]')).toBe(`${web.candidateId.slice(0, 8)}web-1:101`);
+          expect(await text(page, 'tr[data-ns="web"] [data-field="term"]')).toBe('1');
+          await page.locator('#live[data-state="live"]').waitFor();
+          expect(await text(page, '[data-field="summary"]')).toMatch(/^\d+ namespaces? · \d+ vacant · \d+ flapping$/);
+          expect(await incidents()).toEqual({ pwned: undefined, violations: [], errors: [] });
+        } finally {
+          await context.close();
+        }
+      });
+
+      test(`a namespace's page and the overview follow a hand-over within ${db.kind === 'postgres' ? '1 s (NOTIFY)' : `the poll (${POLL_MS} ms) + 1 s`}`, async () => {
+        const bound = db.kind === 'postgres' ? 1_000 : POLL_MS + 1_000;
+        const first = elector('handover', { host: 'box-a', pid: 1 });
+        const second = elector('handover', { host: 'box-b', pid: 2, version: '2.0.0' });
+        await first.start();
+        await second.start();
+        expect(first.isLeader).toBe(true);
+        const context = await browser().newContext();
+        try {
+          const { page, incidents } = await watchedPage(context);
+          const overview = await context.newPage();
+          await page.goto(`${served.url}/#/ns/handover?window=300`);
+          await overview.goto(`${served.url}/#/?q=handover`);
+          await page.waitForFunction((id) => document.querySelector('[data-field="leader-id"]')?.textContent === id, first.candidateId);
+          await overview.locator('tr[data-ns="handover"] [data-field="leader"]').waitFor();
+          // Both candidates with their metadata; the leader marked.
+          await page.locator(`tr[data-candidate="${second.candidateId}"]`).waitFor();
+          expect(await page.locator('table[data-view="candidates"] tbody tr').count()).toBe(2);
+          expect(await text(page, `tr[data-candidate="${first.candidateId}"]`)).toContain('leader');
+          expect(await text(page, `tr[data-candidate="${second.candidateId}"] dl`)).toBe('hostbox-bpid2version2.0.0');
+          await page.locator('#live[data-state="live"]').waitFor();
+
+          const handedOver = new Promise<number>((resolve) => second.once('elected', () => resolve(performance.now())));
+          await first.stop();
+          const at = await handedOver;
+          await Promise.all([
+            page.waitForFunction((id) => document.querySelector('[data-field="leader-id"]')?.textContent === id, second.candidateId, { timeout: 10_000 }),
+            overview.waitForFunction(
+              (short) => document.querySelector('tr[data-ns="handover"] [data-field="leader"]')?.textContent?.startsWith(short) === true,
+              second.candidateId.slice(0, 8),
+              { timeout: 10_000 },
+            ),
+          ]);
+          const shownAfter = performance.now() - at;
+          expect(shownAfter).toBeLessThan(bound);
+          expect(await text(page, '[data-view="leader"] [data-field="term"]')).toBe('2');
+
+          // The timeline fills in: term 1 ended (unregistered by stop()), term 2 leading.
+          await page.locator('table[data-view="terms"] tr[data-term="2"]').waitFor();
+          expect(await text(page, 'table[data-view="terms"] tr[data-term="2"] td:last-child')).toBe('leading');
+          expect(await text(page, 'table[data-view="terms"] tr[data-term="1"] td:last-child')).toBe('unregistered');
+          expect(await page.locator('[data-view="namespace-timeline"] .seg[data-term="1"].seg-unregistered').count()).toBe(1);
+          expect(await page.locator('[data-view="namespace-timeline"] .seg[data-term="2"].seg-current').count()).toBe(1);
+          expect(await incidents()).toEqual({ pwned: undefined, violations: [], errors: [] });
+        } finally {
+          await context.close();
+        }
+      });
+
+      test(`the overview's timeline renders a lane for each of a group's ${GROUP_SIZE} namespaces, each with its terms`, async () => {
+        const namespaces = Array.from({ length: GROUP_SIZE }, (_, i) => `group-${String(i).padStart(3, '0')}`);
+        const before = new LeaderElectorGroup({ dataSource: ds, namespaces, expireSeconds: 30, intervalMs: 1_000 });
+        await before.start();
+        await before.stop(); // every term ends (unregistered)
+        const after = new LeaderElectorGroup({ dataSource: ds, namespaces, expireSeconds: 30, intervalMs: 1_000 });
+        groups.push(after);
+        await after.start();
+        expect(after.leases.size).toBe(GROUP_SIZE);
+        const context = await browser().newContext({ viewport: { width: 1400, height: 900 } });
+        try {
+          const { page, incidents } = await watchedPage(context);
+          await page.goto(`${served.url}/#/?q=group-&size=${GROUP_SIZE}&mode=timeline&window=300`);
+          await page.locator('[data-view="overview-timeline"] .lane[data-ns] .seg').first().waitFor();
+          await page.waitForFunction((n) => document.querySelectorAll('[data-view="overview-timeline"] .lane[data-ns] .seg-current').length === n, GROUP_SIZE);
+          const lanes = await page.$$eval('[data-view="overview-timeline"] .lane[data-ns]', (elements) =>
+            (elements as unknown as Found[]).map((lane) => ({
+              ns: lane.dataset.ns,
+              label: lane.querySelector('.lane-label')?.textContent,
+              kinds: [...lane.querySelectorAll('.seg')].map((seg) => seg.dataset.kind),
+            })),
+          );
+          expect(lanes.map((lane) => lane.ns)).toEqual(namespaces);
+          expect(lanes.map((lane) => lane.label)).toEqual(namespaces);
+          for (const lane of lanes) {
+            expect(lane.kinds.filter((kind) => kind !== 'vacant')).toEqual(['unregistered', 'current']);
+          }
+          expect(await text(page, '[data-field="range"]')).toBe(`1–${GROUP_SIZE} of ${GROUP_SIZE}`);
+          // The same page as a table.
+          await page.locator('a.tab', { hasText: 'Table' }).click();
+          await page.waitForFunction((n) => document.querySelectorAll('table[data-view="overview-table"] tbody tr').length === n, GROUP_SIZE);
+          expect(await incidents()).toEqual({ pwned: undefined, violations: [], errors: [] });
+        } finally {
+          await context.close();
+        }
+      });
+    },
+    { sharedOnly: true },
+  );
+});
