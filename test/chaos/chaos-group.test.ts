@@ -22,7 +22,18 @@ interface Summary {
   ok: boolean;
   group: number | null;
   checks: Array<{ id: string; name: string; ok: boolean; detail: string; violations: string[] }>;
-  stats: { grants: number; writes: number; faults: number; staleWritesByNamespace: Record<string, number>; historyRows?: number };
+  stats: {
+    grants: number;
+    writes: number;
+    faults: number;
+    staleWritesByNamespace: Record<string, number>;
+    historyRows?: number;
+    fenced: number;
+    stallsInFenceCommitted: number;
+    stallsBeforeFenceFenced: number;
+    judgedActions: number;
+    linearizability?: { verdict: string; ops: number; namespaces: number; states: number; ms: number };
+  };
   outDir: string;
 }
 
@@ -55,18 +66,29 @@ describeEachDatabase(
     test(
       `${DURATION_S} s of faults on 4 workers each leading some of ${NAMESPACES} namespaces with a LeaderElectorGroup: zero stale writes per namespace, no term held twice`,
       async () => {
-        const summary = await chaos(['--url', db.url(), '--duration', String(DURATION_S), '--min-faults', '2', '--workers', '4', '--group', String(NAMESPACES)]);
+        const summary = await chaos(['--url', db.url(), '--duration', String(DURATION_S), '--min-faults', '3', '--workers', '4', '--group', String(NAMESPACES)]);
         expect(failures(summary)).toEqual([]);
         expect(summary.ok).toBe(true);
         expect(summary.group).toBe(NAMESPACES);
-        expect(summary.checks.map((c) => c.id)).toEqual(expect.arrayContaining(['a', 'b', 'h', 'l', 'm']));
+        expect(summary.checks.map((c) => c.id)).toEqual(expect.arrayContaining(['a', 'b', 'h', 'l', 'm', 'lin']));
         expect(Object.keys(summary.stats.staleWritesByNamespace)).toHaveLength(NAMESPACES);
         expect(Object.values(summary.stats.staleWritesByNamespace).every((n) => n === 0)).toBe(true);
         // Not vacuous: every namespace was granted, the first one twice (the opening fault), work was committed.
-        expect(summary.stats.faults).toBeGreaterThanOrEqual(2);
+        expect(summary.stats.faults).toBeGreaterThanOrEqual(3);
         expect(summary.stats.grants).toBeGreaterThanOrEqual(NAMESPACES + 1);
         expect(summary.stats.historyRows).toBe(summary.stats.grants);
         expect(summary.stats.writes).toBeGreaterThan(NAMESPACES);
+        // The schedule's guaranteed stalls of the first namespace's leader: one inside the fence
+        // (committed), one before it (fenced off).
+        const { stallsInFenceCommitted, stallsBeforeFenceFenced, fenced, judgedActions } = summary.stats;
+        console.log(`chaos group [${db.name}]: ${stallsInFenceCommitted} in-fence stalls committed, ${stallsBeforeFenceFenced} before-fence stalls fenced off, ${fenced} writes fenced off, ${judgedActions} actions judged against a later term`);
+        expect(stallsInFenceCommitted).toBeGreaterThanOrEqual(1);
+        expect(stallsBeforeFenceFenced).toBeGreaterThanOrEqual(1);
+        expect(fenced).toBeGreaterThanOrEqual(1);
+        expect(judgedActions).toBeGreaterThanOrEqual(1);
+        // Every namespace's operations were checked for a linearization.
+        expect(summary.stats.linearizability?.namespaces).toBe(NAMESPACES);
+        console.log(`chaos group [${db.name}], group of ${NAMESPACES}: ${summary.checks.find((c) => c.id === 'lin')?.detail}`);
       },
       DURATION_S * 1000 + 90_000,
     );

@@ -25,6 +25,9 @@ interface Summary {
     faults: number;
     fenced: number;
     stalls: number;
+    stallsInFenceCommitted: number;
+    stallsBeforeFenceFenced: number;
+    judgedActions: number;
     historyRows?: number;
     handOvers?: number;
     expiredTerms?: number;
@@ -32,8 +35,25 @@ interface Summary {
     appCommits?: number;
     appRollbacks?: number;
     appErrors?: number;
+    linearizability?: Linearizability;
   };
   outDir: string;
+}
+
+/** What the linearizability check (`lin`) checked: the run's operations, as workers and watchers saw them. */
+interface Linearizability {
+  verdict: string;
+  ops: number;
+  namespaces: number;
+  states: number;
+  ms: number;
+}
+
+/** Prints how much the linearizability check checked and how long it took, and asserts it checked something. */
+function reportLinearizability(label: string, summary: Summary) {
+  const lin = summary.stats.linearizability;
+  console.log(`chaos ${label}: ${summary.checks.find((c) => c.id === 'lin')?.detail}`);
+  expect(lin?.ops).toBeGreaterThan(20);
 }
 
 /** Runs the harness; its output directory is removed when the run passed, kept for a look when not. */
@@ -57,8 +77,22 @@ async function chaos(args: string[]): Promise<Summary> {
   }
 }
 
-/** Checks every run must report, besides (a)–(f): history, fenced-off attribution, watchers, settling, no two reported leaders. */
-const HISTORY_CHECKS = ['h', 'i', 'j', 'k', 'l'];
+/**
+ * What every CI run must have exercised, whatever the seed (the schedule guarantees the stalls):
+ * a stall inside the fence that committed, one before it that was fenced off, and actions judged
+ * against a later term. Printed, so a log shows it.
+ */
+function expectExercised(summary: Summary, label: string) {
+  const { stallsInFenceCommitted, stallsBeforeFenceFenced, fenced, judgedActions } = summary.stats;
+  console.log(`chaos ${label}: ${stallsInFenceCommitted} in-fence stalls committed, ${stallsBeforeFenceFenced} before-fence stalls fenced off, ${fenced} writes fenced off, ${judgedActions} actions judged against a later term`);
+  expect(stallsInFenceCommitted).toBeGreaterThanOrEqual(1);
+  expect(stallsBeforeFenceFenced).toBeGreaterThanOrEqual(1);
+  expect(fenced).toBeGreaterThanOrEqual(1);
+  expect(judgedActions).toBeGreaterThanOrEqual(1);
+}
+
+/** Checks every run must report, besides (a)–(f): history, fenced-off attribution, watchers, settling, no two reported leaders, linearizability. */
+const HISTORY_CHECKS = ['h', 'i', 'j', 'k', 'l', 'lin'];
 const checkIds = (summary: Summary) => summary.checks.map((c) => c.id);
 
 const failures = (summary: Summary) =>
@@ -70,8 +104,8 @@ describeEachDatabase(
     test(
       `${DURATION_S} s of faults on workers of priorities 0,0,1,2 and an ineligible one: zero stale writes, ordered terms, no late actions, bounded leaderless time, the history and the watchers agree with the ledger, the top priority leads at the end`,
       async () => {
-        // At least three faults, the first costing the leader its lease; the top-priority worker
-        // joins once a lower one leads. So the assertions below hold for every seed and any
+        // At least three faults: the first costing the leader its lease, then the leader stalled
+        // inside its fence and before it; the top-priority worker joins once a lower one leads. So the assertions below hold for every seed and any
         // machine speed: the run opens with a hand-over, then a failover. Worker 4 has the
         // highest priority of all but is ineligible: it must never lead.
         const summary = await chaos(['--url', db.url(), '--duration', String(DURATION_S), '--min-faults', '3', '--priorities', '0,0,1,2,3', '--ineligible', '4']);
@@ -85,6 +119,8 @@ describeEachDatabase(
         expect(summary.stats.handOvers).toBeGreaterThanOrEqual(1);
         expect(summary.stats.expiredTerms).toBeGreaterThanOrEqual(1);
         expect(summary.stats.writes).toBeGreaterThan(10);
+        expectExercised(summary, db.name);
+        reportLinearizability(db.name, summary);
       },
       DURATION_S * 1000 + 90_000,
     );
@@ -107,6 +143,8 @@ describe('chaos with application transactions on the shared SQLite connection', 
       expect(summary.stats.appCommits).toBeGreaterThan(10);
       expect(summary.stats.appRollbacks).toBeGreaterThan(10);
       expect(summary.stats.appErrors).toBe(0);
+      expectExercised(summary, 'sqlite app transactions');
+      reportLinearizability('sqlite, app transactions', summary);
     },
     DURATION_S * 1000 + 90_000,
   );
@@ -123,6 +161,11 @@ describe('chaos checker has teeth', () => {
       const stale = summary.checks.find((c) => c.id === 'a')!;
       expect(stale.ok).toBe(false);
       expect(stale.violations[0]).toMatch(/wrote seq \d+ under term \d+ while the leader row held term \d+/);
+      // The linearizability check finds no order the lease register explains.
+      const lin = summary.checks.find((c) => c.id === 'lin')!;
+      expect(lin.ok).toBe(false);
+      expect(lin.detail).toMatch(/NOT linearizable/);
+      expect(lin.violations.join('\n')).toMatch(/no linearization/);
     },
     70_000,
   );

@@ -49,7 +49,7 @@ function clean(): { rows: Row[]; events: Array<Record<string, unknown>> } {
   };
 }
 
-function run(rows: Row[], events: Array<Record<string, unknown>>, faults: unknown[] = []) {
+function run(rows: Row[], events: Array<Record<string, unknown>>, faults: unknown[] = [], extra: Record<string, unknown> = {}) {
   return check({
     ledger: ledger(rows),
     events,
@@ -61,6 +61,7 @@ function run(rows: Row[], events: Array<Record<string, unknown>>, faults: unknow
     clockToleranceMs: 5,
     runStart: T0 - 1000,
     stopAt: T0 + 4000,
+    ...extra,
   });
 }
 
@@ -105,7 +106,7 @@ function full() {
   };
 }
 
-function runFull(input: ReturnType<typeof full>) {
+function runFull(input: ReturnType<typeof full>, extra: Record<string, unknown> = {}) {
   return check({
     ledger: ledger(input.rows),
     events: input.events,
@@ -124,6 +125,7 @@ function runFull(input: ReturnType<typeof full>) {
     final: input.final,
     lastFaultEnd: T0 + 2000,
     settleMs: 1500,
+    ...extra,
   });
 }
 
@@ -201,6 +203,23 @@ describe('chaos checker', () => {
     expect(result.stats.pausedStarts).toBe(1);
   });
 
+  test('(c) a run in which no action of a term was followed by a later term has nothing to check, and fails', () => {
+    const single = clean();
+    single.rows = single.rows.slice(0, 4); // term 1 only
+    single.events = single.events.filter((e) => e['slot'] === 0);
+    const endsWithTerm1 = { stopAt: T0 + 2500 };
+    const result = run(single.rows, single.events, [], endsWithTerm1);
+    expect(failed(result)).toEqual(['c']);
+    expect(result.checks.find((c) => c.id === 'c')!.violations[0]).toMatch(/nothing to check/);
+    // Told that a namespace may have one term (group mode decides over all of them): no failure.
+    expect(failed(run(single.rows, single.events, [], { ...endsWithTerm1, requireSecondTerm: false }))).toEqual([]);
+    // A second term, but no action of the first: still nothing judged.
+    const idleFirst = clean();
+    idleFirst.rows = idleFirst.rows.filter((r) => !(r.kind === 'write' && r.term === 1));
+    idleFirst.events = idleFirst.events.filter((e) => !(String(e['ev']).startsWith('action') && e['term'] === 1));
+    expect(failed(run(idleFirst.rows, idleFirst.events))).toEqual(['c']);
+  });
+
   test('(d) a leaderless gap longer than a tick needs a fault to explain it', () => {
     const { rows, events } = clean();
     for (const r of rows.slice(4)) r.at += 2000; // term 2 starts 2.4 s after term 1's lease ended
@@ -210,14 +229,127 @@ describe('chaos checker', () => {
     expect(failed(run(rows, events, [fault]))).toEqual([]);
   });
 
-  test('(e) an unhandled rejection fails the run; (f) a stalled leader that was not fenced off fails it', () => {
+  test('(d) without a fault a gap gets one tick and the margin; with faults, their durations + lease + tick + margin, no more', () => {
+    // Term 1's lease ends at T0 + 2600; term 2 is granted `gap` ms later.
+    const withGap = (gap: number) => {
+      const input = clean();
+      for (const r of input.rows.slice(4)) r.at = T0 + 2600 + gap + (r.at - (T0 + 3000));
+      input.rows[4]!.leaseUntil = input.rows[4]!.at + LEASE;
+      for (const e of input.events.filter((x) => x['slot'] === 1 && x['ev'] !== 'start')) {
+        for (const k of ['t', 'at']) if (typeof e[k] === 'number') e[k] = (e[k] as number) + gap - 400;
+      }
+      return input;
+    };
+    const margin = { slackMs: 300 };
+    // No fault: tick 733 + margin 300.
+    expect(failed(run(withGap(1033).rows, withGap(1033).events, [], margin))).toEqual([]);
+    expect(failed(run(withGap(1040).rows, withGap(1040).events, [], margin))).toEqual(['d']);
+    // A 500 ms fault that ended just before the lease ran out: 500 + lease 2000 + tick 733 + margin 300.
+    const fault = { type: 'conn-kill', slot: 1, start: T0 + 2000, end: T0 + 2500 };
+    expect(failed(run(withGap(3533).rows, withGap(3533).events, [fault], margin))).toEqual([]);
+    expect(failed(run(withGap(3540).rows, withGap(3540).events, [fault], margin))).toEqual(['d']);
+    // A fault that ended more than a lease and a tick before the gap explains nothing.
+    const old = { type: 'kill', slot: 0, start: T0 - 300, end: T0 - 200 };
+    expect(failed(run(withGap(1040).rows, withGap(1040).events, [old], margin))).toEqual(['d']);
+  });
+
+  test('(d) the first term must be granted within start-up + a tick of the first worker\'s start', () => {
+    const startedAt = (ms: number) => {
+      const input = clean(); // first grant at T0
+      for (const e of input.events.filter((x) => x['ev'] === 'start')) e['t'] = T0 - ms;
+      return input;
+    };
+    // The default allowance: 5 s of start-up + a tick (733 ms).
+    expect(failed(run(startedAt(5700).rows, startedAt(5700).events))).toEqual([]);
+    const late = run(startedAt(5800).rows, startedAt(5800).events);
+    expect(failed(late)).toEqual(['d']);
+    expect(late.checks.find((c) => c.id === 'd')!.violations[0]).toMatch(/first term was granted 5800 ms after the first worker started \(allowed 5733 ms/);
+    expect(failed(run(startedAt(1000).rows, startedAt(1000).events, [], { startupMs: 200 }))).toEqual(['d']);
+  });
+
+  test('(e) single mode: a crash, an unhandled rejection, a run without writes, or commits the ledger lacks fail the run', () => {
     const crashed = clean();
     crashed.events.push({ t: T0 + 50, ev: 'unhandled-rejection', slot: 1, incarnation: 1, message: 'boom' });
     expect(failed(run(crashed.rows, crashed.events))).toEqual(['e']);
 
+    const fatal = clean();
+    fatal.events.push({ t: T0 + 50, ev: 'fatal', slot: 1, incarnation: 1, message: 'boom' });
+    expect(failed(run(fatal.rows, fatal.events))).toEqual(['e']);
+
+    const idle = clean(); // actions started, nothing committed
+    idle.rows = idle.rows.filter((r) => r.kind !== 'write');
+    idle.events = idle.events.filter((e) => e['ev'] !== 'action-commit');
+    const nothing = run(idle.rows, idle.events);
+    expect(failed(nothing)).toEqual(['e']);
+    expect(nothing.checks.find((c) => c.id === 'e')!.violations).toEqual(['no fenced write committed: the run proves nothing']);
+
+    const unledgered = clean();
+    unledgered.rows = unledgered.rows.filter((r) => !(r.kind === 'write' && r.seq === 2));
+    expect(failed(run(unledgered.rows, unledgered.events))).toEqual(['e']);
+  });
+
+  test('(f) a stalled leader that was not fenced off, an in-fence stall that was fenced off, or a stalled action that never ended fails the run', () => {
     const unfenced = clean();
-    unfenced.events.push({ t: T0 + 689, ev: 'stall', slot: 0, incarnation: 1, where: 'before-fence', seq: 2 });
+    unfenced.events.push({ t: T0 + 689, ev: 'stall', slot: 0, incarnation: 1, where: 'before-fence', seq: 2, ms: 3000 });
     expect(failed(run(unfenced.rows, unfenced.events))).toEqual(['f']);
+
+    // Seq 2 stalled inside the fence, yet NotLeaderError: the fence did not hold its lock.
+    const fencedInFence = clean();
+    fencedInFence.rows = fencedInFence.rows.filter((r) => !(r.kind === 'write' && r.seq === 2 && r.term === 1));
+    const commit = fencedInFence.events.findIndex((e) => e['ev'] === 'action-commit' && e['seq'] === 2 && e['slot'] === 0);
+    fencedInFence.events.splice(commit, 1, { t: T0 + 710, ev: 'action-fenced', slot: 0, incarnation: 1, term: 1, seq: 2, current: 1, leaderId: A });
+    fencedInFence.events.push({ t: T0 + 695, ev: 'stall', slot: 0, incarnation: 1, where: 'in-fence', seq: 2, ms: 3000 });
+    fencedInFence.events.sort((a, b) => Number(a['t']) - Number(b['t']));
+    const result = run(fencedInFence.rows, fencedInFence.events);
+    expect(failed(result)).toEqual(['f']);
+    expect(result.checks.find((c) => c.id === 'f')!.violations[0]).toMatch(/stalled in-fence \(seq 2\): action-fenced, expected action-commit/);
+
+    // A stalled action with no outcome: a failure, unless its process was killed or stopped, or the run ended first.
+    const hung = () => {
+      const input = clean();
+      input.events.push(
+        { t: T0 + 3095, ev: 'action-start', slot: 1, incarnation: 1, term: 2, seq: 2, at: T0 + 3095 },
+        { t: T0 + 3096, ev: 'stall', slot: 1, incarnation: 1, where: 'in-fence', seq: 2, ms: 500 },
+      );
+      return input;
+    };
+    const never = run(hung().rows, hung().events);
+    expect(failed(never)).toEqual(['f']);
+    expect(never.checks.find((c) => c.id === 'f')!.violations[0]).toMatch(/never ended/);
+    const killed = { type: 'kill', slot: 1, start: T0 + 3400, end: T0 + 3900 };
+    expect(failed(run(hung().rows, hung().events, [killed]))).toEqual([]);
+    const stopped = hung();
+    stopped.events.push({ t: T0 + 3500, ev: 'stopping', slot: 1, incarnation: 1 });
+    expect(failed(run(stopped.rows, stopped.events))).toEqual([]);
+    expect(failed(run(hung().rows, hung().events, [], { stopAt: T0 + 3300 }))).toEqual([]);
+  });
+
+  test('(f) the stalls the schedule guaranteed must have happened with their outcome; (i) then needs a fenced-off write', () => {
+    const expectBoth = { expectStalls: ['in-fence', 'before-fence'] };
+    // None happened.
+    const none = runFull(full(), expectBoth);
+    expect(failed(none)).toEqual(['f', 'i']);
+    expect(none.checks.find((c) => c.id === 'f')!.violations).toEqual([
+      'no stall in-fence ended as expected (committed): nothing to check',
+      'no stall before-fence ended as expected (fenced off): nothing to check',
+    ]);
+    // Both: A stalled inside the fence (seq 2 committed); B's later action stalled before it and was fenced off.
+    const both = full();
+    both.events.push(
+      { t: T0 + 695, ev: 'stall', slot: 0, incarnation: 1, where: 'in-fence', seq: 2, ms: 3000 },
+      { t: T0 + 3500, ev: 'action-start', slot: 1, incarnation: 1, term: 2, seq: 2, at: T0 + 3500 },
+      { t: T0 + 3501, ev: 'stall', slot: 1, incarnation: 1, where: 'before-fence', seq: 2, ms: 300 },
+      { t: T0 + 3810, ev: 'action-fenced', slot: 1, incarnation: 1, term: 2, seq: 2, current: 2, leaderId: B },
+    );
+    both.events.sort((a, b) => Number(a['t']) - Number(b['t']));
+    expect(failed(runFull(both, expectBoth))).toEqual([]);
+    // Only the in-fence one: (f) misses the other, and (i) has no fenced-off write to check.
+    const inFenceOnly = full();
+    inFenceOnly.events.push({ t: T0 + 695, ev: 'stall', slot: 0, incarnation: 1, where: 'in-fence', seq: 2, ms: 3000 });
+    inFenceOnly.events.sort((a, b) => Number(a['t']) - Number(b['t']));
+    const partial = runFull(inFenceOnly, expectBoth);
+    expect(failed(partial)).toEqual(['f', 'i']);
+    expect(partial.checks.find((c) => c.id === 'i')!.violations[0]).toMatch(/no write was fenced off/);
   });
 
   test('with its history, watchers and priorities, a clean run passes (h)–(l); so does one with a hand-over and a stop', () => {
@@ -403,7 +535,7 @@ describe('chaos checker, group mode (one LeaderElectorGroup per worker, fenced w
     return { rows, events, histories };
   }
 
-  function runGroup(input: ReturnType<typeof group>) {
+  function runGroup(input: ReturnType<typeof group>, extra: Record<string, unknown> = { requireSecondTerm: false }) {
     return checkGroup({
       ledger: input.rows.map((r, i) => ({ id: i + 1, worker: null, seq: null, leaseUntil: null, ...r })),
       events: input.events,
@@ -416,6 +548,7 @@ describe('chaos checker, group mode (one LeaderElectorGroup per worker, fenced w
       runStart: T0 - 1000,
       stopAt: T0 + 4000,
       histories: input.histories,
+      ...extra,
     }) as CheckResult & { stats: { staleWritesByNamespace: Record<string, number>; writes: number; grants: number } };
   }
 
@@ -462,6 +595,35 @@ describe('chaos checker, group mode (one LeaderElectorGroup per worker, fenced w
     const result = runGroup(input);
     expect(failed(result)).toEqual(['m']);
     expect(result.checks.find((c) => c.id === 'm')!.violations[0]).toMatch(/write in namespace chaos-9, which is not one of the group's/);
+  });
+
+  test('(c), (f), (i) over all namespaces: a run with no second term anywhere, or without the guaranteed stalls, has nothing to check', () => {
+    // One term per namespace: (c) judged nothing.
+    const result = runGroup(group(), {});
+    expect(failed(result)).toEqual(['c']);
+    expect(result.checks.find((c) => c.id === 'c')!.violations).toEqual(['no namespace had an action of a term that a later term followed: nothing to check']);
+    // A second term in one namespace after an action of its first: judged there, so the run passes.
+    const second = group();
+    second.rows.push(
+      { ns: NS[0]!, kind: 'vacate', term: 1, holder: null, at: T0 + 3000 },
+      { ns: NS[0]!, kind: 'grant', term: 2, holder: B, at: T0 + 3010, leaseUntil: T0 + 5010 },
+    );
+    second.events.push(
+      { t: T0 + 2990, ev: 'demoted', slot: 0, incarnation: 1, ns: NS[0], term: 1, reason: 'handed-over' },
+      { t: T0 + 3011, ev: 'elected', slot: 1, incarnation: 1, ns: NS[0], term: 2 },
+    );
+    second.histories[NS[0]!] = [
+      { term: 1, leaderId: A, acquiredAt: T0, endedAt: T0 + 3000, endReason: 'handed-over' },
+      { term: 2, leaderId: B, acquiredAt: T0 + 3010, endedAt: null, endReason: null },
+    ];
+    expect(failed(runGroup(second, { balance: true }))).toEqual([]);
+    // The guaranteed stalls, missing in every namespace.
+    const stalls = runGroup(second, { balance: true, expectStalls: ['in-fence', 'before-fence'] });
+    expect(failed(stalls)).toEqual(['f', 'i']);
+    expect(stalls.checks.find((c) => c.id === 'f')!.violations).toEqual([
+      'no stall in-fence ended as expected (committed) in any namespace: nothing to check',
+      'no stall before-fence ended as expected (fenced off) in any namespace: nothing to check',
+    ]);
   });
 
   test('(e) over all namespaces: a run without any write proves nothing; one namespace without writes is no failure', () => {

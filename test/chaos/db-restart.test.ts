@@ -26,8 +26,17 @@ interface PrivateServer {
 
 interface Summary {
   ok: boolean;
-  checks: Array<{ id: string; name: string; ok: boolean; violations: string[] }>;
-  stats: { grants: number; writes: number; faults: number; faultCounts: Record<string, number> };
+  checks: Array<{ id: string; name: string; ok: boolean; detail?: string; violations: string[] }>;
+  stats: {
+    grants: number;
+    writes: number;
+    faults: number;
+    faultCounts: Record<string, number>;
+    fenced: number;
+    stallsInFenceCommitted: number;
+    stallsBeforeFenceFenced: number;
+    linearizability?: { ops: number };
+  };
   faults: Array<{ type: string; start: number; end: number }>;
   outDir: string;
 }
@@ -49,7 +58,7 @@ describe.each([
     async () => {
       const bootedAt = await serverStartedAt(server!.url);
       const out = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-chaos-restart-'));
-      const args = ['--url', server!.url, '--duration', String(DURATION_S), '--faults', 'kill,db-restart', '--db-restart', '--min-faults', '3'];
+      const args = ['--url', server!.url, '--duration', String(DURATION_S), '--faults', 'kill,db-restart,stall-in-fence,stall-before-fence', '--db-restart', '--min-faults', '4'];
       const { stdout } = await run(process.execPath, [path.join(ROOT, 'tools', 'chaos', 'run.js'), ...args, '--out', out, '--json'], {
         cwd: ROOT,
         maxBuffer: 16 * 1024 * 1024,
@@ -63,11 +72,21 @@ describe.each([
       const failed = summary.checks.filter((c) => !c.ok).map((c) => `(${c.id}) ${c.name}: ${c.violations.join('; ')} [kept: ${out}]`);
       expect(failed).toEqual([]);
       expect(summary.ok).toBe(true);
+      // The operations across the restarts were checked for a linearization (and passed: summary.ok).
+      expect(summary.checks.map((c) => c.id)).toContain('lin');
+      expect(summary.stats.linearizability?.ops).toBeGreaterThan(20);
+      console.log(`chaos with restarts [${_kind}]: ${summary.checks.find((c) => c.id === 'lin')?.detail}`);
       // The server really went down and came back during the run.
       expect(await serverStartedAt(server!.url)).toBeGreaterThan(bootedAt + 1000);
-      // The schedule opens with a kill of the leader and covers both types within three faults.
+      // The schedule opens with a kill of the leader, stalls the leader inside its fence and before
+      // it, then restarts the server (the first bag leaves out the types already run).
       expect(summary.stats.faultCounts['db-restart']).toBeGreaterThanOrEqual(1);
       expect(summary.stats.faultCounts.kill).toBeGreaterThanOrEqual(1);
+      const { stallsInFenceCommitted, stallsBeforeFenceFenced, fenced } = summary.stats;
+      console.log(`chaos with restarts [${_kind}]: ${stallsInFenceCommitted} in-fence stalls committed, ${stallsBeforeFenceFenced} before-fence stalls fenced off, ${fenced} writes fenced off`);
+      expect(stallsInFenceCommitted).toBeGreaterThanOrEqual(1);
+      expect(stallsBeforeFenceFenced).toBeGreaterThanOrEqual(1);
+      expect(fenced).toBeGreaterThanOrEqual(1);
       expect(summary.stats.grants).toBeGreaterThanOrEqual(2);
       // Leadership and fenced work came back after the last restart.
       const ledger = JSON.parse(fs.readFileSync(path.join(out, 'ledger.json'), 'utf8')) as Array<{ kind: string; at: number }>;

@@ -9,18 +9,24 @@
  * (b) terms strictly increase over time: each grant is the previous term + 1, and each worker's
  *     elected terms increase; leases never overlap (a grant only after the previous lease ended);
  * (c) no leader-only action of a term starts after a later term began (worker clock vs database
- *     clock: the same host's clock, with `clockToleranceMs`);
- * (d) time without a leader (no unexpired lease) stays within the bound the faults explain:
- *     tick + slack, plus (duration + lease + tick) for each fault near the gap;
- * (e) the workers never crashed on their own nor let a rejection go unhandled;
+ *     clock: the same host's clock, with `clockToleranceMs`); a run with no action of a term that
+ *     a later term followed has nothing to check, and fails (unless `requireSecondTerm: false`);
+ * (d) time without a leader (no unexpired lease) stays within the bound the faults explain: one
+ *     tick + `slackMs` (a small margin for a loaded machine) when no fault is near the gap, else
+ *     the durations of the faults near it + lease + tick + `slackMs`; and the first term is
+ *     granted within `startupMs` of the first worker's start;
+ * (e) the workers never crashed on their own nor let a rejection go unhandled, and work was done;
  * (f) fencing at work: a leader stalled (event loop blocked) just before `assertLeader` for
  *     longer than its lease is fenced off (NotLeaderError); one stalled just after it still holds
- *     the fence, so nobody takes over and its write commits.
+ *     the fence, so nobody takes over and its write commits. A stall whose action never ended is
+ *     a failure unless its process was killed or stopped first; each kind in `expectStalls` must
+ *     have happened at least once with its expected outcome;
  * (h) the history table is exactly the ledger's terms: terms 1..n, each naming the ledger's
  *     holder, never overlapping (database clock), each closed with the reason the ledger and the
  *     workers' reports explain (vacated in time → resigned/unregistered/handed-over as the holder
  *     reported; lapsed → expired, ended at the lease's own end);
- * (i) every write fenced off by `assertLeader` was attempted under a (term, candidate) the history has;
+ * (i) every write fenced off by `assertLeader` was attempted under a (term, candidate) the history
+ *     has; with a `before-fence` stall expected, at least one write was fenced off;
  * (j) the `watch()` observers saw every term and every vacancy, in term order, never a state twice,
  *     dated as the history dates them;
  * (k) priorities: an ineligible worker never leads (no grant, no history row, no election), and
@@ -39,7 +45,8 @@
 /**
  * @typedef {import('./database').LedgerRow} LedgerRow
  * @typedef {{ t: number, ev: string, slot: number, incarnation: number, [k: string]: any }} WorkerEvent
- * @typedef {{ type: string, slot: number | null, start: number, end: number, detail?: string }} Fault
+ * @typedef {{ type: string, slot: number | null, start: number, end: number, detail?: string, took?: boolean }} Fault
+ *   `took: false`: a stall order no fenced action took up (its target was not leading)
  * @typedef {{ term: number, holder: string, start: number, end: number, endedBy: 'expiry' | 'vacate' | 'next' | 'run-end' }} Leadership
  * @typedef {{ start: number, end: number, allowed: number, explainedBy: string[] }} Gap
  * @typedef {{ id: string, name: string, ok: boolean, detail: string, violations: string[] }} Check
@@ -54,13 +61,26 @@
 const INSTANT_TOLERANCE_MS = 2;
 
 /**
+ * (d): the first term is granted within this long of the first worker's start event (that worker
+ * connects, reads the schema and runs its first tick; a loaded machine is slow at all three).
+ */
+const STARTUP_MS = 5000;
+
+/** The outcomes an action logs. */
+const OUTCOMES = ['action-commit', 'action-fenced', 'action-error'];
+
+/**
  * The history, watch, priority and fenced-off inputs are optional: checks (h)–(l) run on what is given.
  * @param {{ ledger: LedgerRow[], events: WorkerEvent[], faults: Fault[], ns: string, leaseMs: number, tickMaxMs: number,
  *   slackMs: number, clockToleranceMs: number, runStart: number, stopAt: number, history?: HistoryRow[], watches?: WatchRecord[],
  *   watchFailures?: string[], settings?: SlotSetting[], final?: FinalLeader, lastFaultEnd?: number, settleMs?: number,
- *   requireWrites?: boolean, balance?: boolean }} input
+ *   requireWrites?: boolean, balance?: boolean, requireSecondTerm?: boolean, startupMs?: number,
+ *   expectStalls?: ('before-fence' | 'in-fence')[] }} input
  *   `requireWrites: false`: a namespace without writes is no failure (group mode decides over all of them);
- *   `balance: true`: hand-overs between equal priorities are expected (a balancing group).
+ *   `balance: true`: hand-overs between equal priorities are expected (a balancing group);
+ *   `requireSecondTerm: false`: (c) with nothing to check is no failure (group mode decides over all namespaces);
+ *   `startupMs`: bound of the first grant after the first worker's start (default {@link STARTUP_MS});
+ *   `expectStalls`: the stalls the run's schedule guaranteed ((f) and (i) fail without them).
  */
 function check(input) {
   const { events, faults, leaseMs, tickMaxMs, slackMs, clockToleranceMs, stopAt } = input;
@@ -172,9 +192,12 @@ function check(input) {
   /** @type {string[]} */ const lateActions = [];
   const actions = events.filter((e) => e.ev === 'action-start');
   let pausedStarts = 0;
+  // Actions of a term that a later term followed: the only ones (c) can judge.
+  let judged = 0;
   for (const action of actions) {
     const next = grants.find((g) => g.term > action.term);
     if (!next) continue;
+    judged++;
     // The elector decides when runIfLeader checks leadership (decidedAt is read just before, in
     // the same synchronous step). A process paused between that check and the action's first
     // line starts it late whatever the elector does — that is what fencing is for, and (a) shows
@@ -186,19 +209,25 @@ function check(input) {
       pausedStarts++;
     }
   }
+  if (judged === 0 && input.requireSecondTerm !== false) {
+    lateActions.push(`no action of a term that a later term followed (${grants.length} grants, ${actions.length} actions): nothing to check`);
+  }
   add(
     'c',
     'no action of a term starts after a later term began',
     lateActions,
-    `${actions.length} actions (tolerance ${clockToleranceMs} ms); ${pausedStarts} started late only because their process was paused right after the leadership check`,
+    `${actions.length} actions, ${judged} of a term a later term followed (tolerance ${clockToleranceMs} ms); ${pausedStarts} started late only because their process was paused right after the leadership check`,
   );
 
   // (d) leaderless gaps.
   /** @type {Gap[]} */ const gaps = [];
   /** @type {string[]} */ const longGaps = [];
+  // A fault near a gap (active during it, or ending at most a lease and a tick before it began)
+  // may hold it open for the fault's duration, then a lease (a lease granted or renewed just before
+  // the fault heals) and a tick (the next taker's). Faults run one at a time: their durations add up.
   const explain = (/** @type {number} */ start, /** @type {number} */ end) => {
     const near = faults.filter((f) => f.start <= end && f.end >= start - (leaseMs + tickMaxMs));
-    const allowed = tickMaxMs + slackMs + near.reduce((sum, f) => sum + (f.end - f.start) + leaseMs + tickMaxMs, 0);
+    const allowed = tickMaxMs + slackMs + (near.length ? near.reduce((sum, f) => sum + (f.end - f.start), 0) + leaseMs : 0);
     return { allowed, explainedBy: near.map((f) => `${f.type}${f.slot === null ? '' : `@w${f.slot}`}`) };
   };
   for (let i = 0; i < leaderships.length; i++) {
@@ -212,25 +241,38 @@ function check(input) {
     }
   }
   if (leaderships.length === 0) longGaps.push('no leader was ever elected');
+  // The first grant: nothing to wait for on an empty table but the first worker's start-up and tick.
+  const startupMs = input.startupMs ?? STARTUP_MS;
+  const firstStart = events.filter((e) => e.ev === 'start').reduce((m, e) => Math.min(m, e.t), Infinity);
+  const firstGrantMs = grants.length && Number.isFinite(firstStart) ? grants[0].at - firstStart : undefined;
+  if (firstGrantMs !== undefined && firstGrantMs > startupMs + tickMaxMs) {
+    longGaps.push(`the first term was granted ${Math.round(firstGrantMs)} ms after the first worker started (allowed ${startupMs + tickMaxMs} ms: start-up + tick)`);
+  }
   const maxGap = gaps.reduce((m, g) => Math.max(m, g.end - g.start), 0);
   const maxQuietGap = gaps.filter((g) => g.explainedBy.length === 0).reduce((m, g) => Math.max(m, g.end - g.start), 0);
-  add('d', 'time without a leader within the faults\' bound', longGaps, `${gaps.length} gaps, longest ${Math.round(maxGap)} ms; bound tick ${tickMaxMs} + slack ${slackMs} ms + (duration + lease + tick) per nearby fault`);
+  add(
+    'd',
+    'time without a leader within the faults\' bound',
+    longGaps,
+    `${gaps.length} gaps, longest ${Math.round(maxGap)} ms; bound tick ${tickMaxMs} + margin ${slackMs} ms, + the nearby faults' durations + lease ${leaseMs} ms; ` +
+      `first grant ${firstGrantMs === undefined ? '-' : Math.round(firstGrantMs)} ms after the first start (bound ${startupMs + tickMaxMs} ms)`,
+  );
 
   // (f) fencing, shown at work: a leader stalled before assertLeader for longer than its lease
   // must be fenced off; one stalled after it holds the fence's lock, so its write commits.
   /** @type {string[]} */ const fencing = [];
   const stalls = events.filter((e) => e.ev === 'stall');
-  for (const stall of stalls) {
-    const outcome = events.find(
-      (e) => e.slot === stall.slot && e.incarnation === stall.incarnation && e.seq === stall.seq && ['action-commit', 'action-fenced', 'action-error'].includes(e.ev),
-    );
-    const expected = stall.where === 'before-fence' ? 'action-fenced' : 'action-commit';
-    if (!outcome) continue; // the worker was stopped before the action ended (end of run)
-    if (outcome.ev !== expected) {
-      fencing.push(`worker ${stall.slot}/${stall.incarnation} stalled ${stall.where} (seq ${stall.seq}): ${outcome.ev}${outcome.message ? ` ${outcome.message}` : ''}, expected ${expected}`);
-    }
+  const asExpected = stallOutcomes(events, faults, stopAt, fencing);
+  for (const where of input.expectStalls ?? []) {
+    if (asExpected[where] === 0) fencing.push(`no stall ${where} ended as expected (${where === 'before-fence' ? 'fenced off' : 'committed'}): nothing to check`);
   }
-  add('f', 'stalled leaders: fenced off before the fence, committed inside it', fencing, `${stalls.filter((s) => s.where === 'before-fence').length} stalls before assertLeader, ${stalls.filter((s) => s.where === 'in-fence').length} inside the fence`);
+  add(
+    'f',
+    'stalled leaders: fenced off before the fence, committed inside it',
+    fencing,
+    `${stalls.filter((s) => s.where === 'before-fence').length} stalls before assertLeader (${asExpected['before-fence']} fenced off), ` +
+      `${stalls.filter((s) => s.where === 'in-fence').length} inside the fence (${asExpected['in-fence']} committed)`,
+  );
 
   // (e) robustness and liveness sanity: a run that wrote nothing proves nothing.
   /** @type {string[]} */ const crashes = [];
@@ -265,7 +307,11 @@ function check(input) {
       actionErrors: count('action-error'),
       tickErrors: count('error'),
       stalls: stalls.length,
+      stallsBeforeFenceFenced: asExpected['before-fence'],
+      stallsInFenceCommitted: asExpected['in-fence'],
       pausedStarts,
+      judgedActions: judged,
+      firstGrantMs: firstGrantMs === undefined ? null : Math.round(firstGrantMs),
       demotions: count('demoted'),
       sameTermReelections: sameTermAgain,
       faults: faults.length,
@@ -276,6 +322,35 @@ function check(input) {
       ...extra,
     },
   };
+}
+
+/**
+ * (f) per stall: the outcome of the stalled action against what its place demands — fenced off
+ * before `assertLeader`, committed inside the fence. An action with no outcome is a failure unless
+ * its process could not finish it: killed (a kill fault on its slot after the stall began), stopped
+ * (its 'stopping' report after the stall), or the run ended before the stall did.
+ * @param {WorkerEvent[]} events @param {Fault[]} faults @param {number} stopAt @param {string[]} violations
+ * @returns {{ 'before-fence': number, 'in-fence': number }} stalls that ended as expected, per place
+ */
+function stallOutcomes(events, faults, stopAt, violations) {
+  const ok = { 'before-fence': 0, 'in-fence': 0 };
+  for (const stall of events.filter((e) => e.ev === 'stall')) {
+    const own = (/** @type {WorkerEvent} */ e) => e.slot === stall.slot && e.incarnation === stall.incarnation;
+    const outcome = events.find((e) => own(e) && e.seq === stall.seq && OUTCOMES.includes(e.ev));
+    const where = /** @type {'before-fence' | 'in-fence'} */ (stall.where);
+    const expected = where === 'before-fence' ? 'action-fenced' : 'action-commit';
+    const who = `worker ${stall.slot}/${stall.incarnation} stalled ${where} (seq ${stall.seq}${stall.ns === undefined ? '' : `, ${stall.ns}`})`;
+    if (!outcome) {
+      const killed = faults.some((f) => f.type === 'kill' && f.slot === stall.slot && f.end >= stall.t && f.start <= stall.t + Number(stall.ms ?? 0) + 5000);
+      const stopped = events.some((e) => own(e) && e.ev === 'stopping' && e.t >= stall.t);
+      const runEnded = stopAt <= stall.t + Number(stall.ms ?? 0);
+      if (!killed && !stopped && !runEnded) violations.push(`${who}: its action never ended, though its process was neither killed nor stopped`);
+      continue;
+    }
+    if (outcome.ev === expected) ok[where]++;
+    else violations.push(`${who}: ${outcome.ev}${outcome.message ? ` ${outcome.message}` : ''}, expected ${expected}`);
+  }
+  return ok;
 }
 
 /**
@@ -376,6 +451,7 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
       const h = byTerm.get(e.term);
       if (!h || h.leaderId !== id) unattributable.push(`worker ${e.slot}/${e.incarnation} (${id}) was fenced off under term ${e.term}, which the history gives to ${h ? h.leaderId : 'nobody'}`);
     }
+    if (fenced.length === 0 && (input.expectStalls ?? []).includes('before-fence')) unattributable.push('no write was fenced off, though a stall before assertLeader was expected: nothing to check');
     add('i', 'every fenced-off write was attempted under a (term, candidate) of the history', unattributable, `${fenced.length} stale writes rejected by assertLeader`);
     stats.staleRejected = fenced.length;
 
@@ -488,7 +564,8 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
 }
 
 /** Numeric stats that add up over namespaces (the rest: the largest, or the first namespace's). */
-const ADDITIVE = ['grants', 'writes', 'staleWrites', 'lateWrites', 'actions', 'fenced', 'actionErrors', 'pausedStarts', 'demotions', 'sameTermReelections', 'historyRows', 'handOvers', 'expiredTerms', 'staleRejected'];
+const ADDITIVE = ['grants', 'writes', 'staleWrites', 'lateWrites', 'actions', 'fenced', 'actionErrors', 'pausedStarts', 'demotions', 'sameTermReelections', 'historyRows', 'handOvers', 'expiredTerms', 'staleRejected',
+  'judgedActions', 'stallsBeforeFenceFenced', 'stallsInFenceCommitted'];
 
 /**
  * Group mode: {@link check} per namespace, merged — a check passes only if it passes for every
@@ -512,6 +589,8 @@ function checkGroup(input) {
       watches: i === 0 ? input.watches : undefined,
       watchFailures: i === 0 ? input.watchFailures : undefined,
       requireWrites: false,
+      requireSecondTerm: false,
+      expectStalls: undefined,
     }),
   }));
   /** @type {Map<string, Check>} */
@@ -541,6 +620,25 @@ function checkGroup(input) {
   if (e && writes.length === 0) {
     e.ok = false;
     e.violations.push('no fenced write committed in any namespace: the run proves nothing');
+  }
+  // (c), (f), (i) over all namespaces: something was there to check.
+  const sum = (/** @type {string} */ key) => perNs.reduce((n, { result }) => n + Number(result.stats[key] ?? 0), 0);
+  /** @type {Array<[string, boolean, string]>} */
+  const required = [
+    ['c', input.requireSecondTerm !== false && sum('judgedActions') === 0, 'no namespace had an action of a term that a later term followed: nothing to check'],
+    ...(input.expectStalls ?? []).map((where) => /** @type {[string, boolean, string]} */ ([
+      'f',
+      sum(where === 'before-fence' ? 'stallsBeforeFenceFenced' : 'stallsInFenceCommitted') === 0,
+      `no stall ${where} ended as expected (${where === 'before-fence' ? 'fenced off' : 'committed'}) in any namespace: nothing to check`,
+    ])),
+    ['i', Boolean(input.histories) && (input.expectStalls ?? []).includes('before-fence') && sum('staleRejected') === 0, 'no write was fenced off in any namespace, though a stall before assertLeader was expected'],
+  ];
+  for (const [id, missing, violation] of required) {
+    const m = merged.get(id);
+    if (m && missing) {
+      m.ok = false;
+      m.violations.push(violation);
+    }
   }
 
   // (m) no (namespace, term) held by two workers; no write outside the group.

@@ -34,15 +34,19 @@ function leaderCostingFault(types) {
 
 /**
  * Draws fault types from a shuffled bag, refilled when empty: every allowed type runs once before
- * any runs twice, so a short run still covers the types it was given.
+ * any runs twice, so a short run still covers the types it was given. The first bag leaves out the
+ * types the schedule already ran (`done`: the opening fault, the guaranteed stalls).
  * @param {string[]} types @param {() => number} random
  */
 function faultBag(types, random) {
   /** @type {string[]} */
   let bag = [];
-  return () => {
+  let first = true;
+  return (/** @type {string[]} */ done = []) => {
     if (!bag.length) {
-      bag = [...types];
+      bag = first ? types.filter((t) => !done.includes(t)) : [];
+      first = false;
+      if (!bag.length) bag = [...types];
       for (let i = bag.length - 1; i > 0; i--) {
         const j = Math.floor(random() * (i + 1));
         [bag[i], bag[j]] = [bag[j], bag[i]];
@@ -66,6 +70,12 @@ function rng(seed) {
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** How long a worker keeps a stall order for its next fenced action (worker.js drops it after). */
+const STALL_ARM_MS = 500;
+
+/** The stalls a run's schedule guarantees (when its faults allow them): (f) and (i) need both. */
+const GUARANTEED_STALLS = ['stall-in-fence', 'stall-before-fence'];
+
 /**
  * @typedef {{
  *   kind: import('./database').Kind,
@@ -74,7 +84,9 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
  *   random: () => number,
  *   leaderSlot: () => Promise<number | undefined>,
  *   signal: (slot: number, signal: NodeJS.Signals) => void,
- *   stall: (slot: number, where: 'before-fence' | 'in-fence', ms: number) => void,
+ *   stall: (slot: number, where: 'before-fence' | 'in-fence', ms: number) => number,
+ *   stallStarted: (slot: number, where: 'before-fence' | 'in-fence', armedAt: number, timeoutMs: number) => Promise<import('./checker').WorkerEvent | undefined>,
+ *   actionOutcome: (stall: import('./checker').WorkerEvent, timeoutMs: number) => Promise<import('./checker').WorkerEvent | undefined>,
  *   tickMaxMs: number,
  *   workMs: number,
  *   killAndRestart: (slot: number, downMs: number) => Promise<void>,
@@ -115,9 +127,15 @@ async function inject(type, ctx, { atLeader = false } = {}) {
       // Long enough for another worker to take over, had nothing held the lease: lease + 2 ticks + 0.5 s.
       const ms = Math.round(ctx.leaseMs + 2 * ctx.tickMaxMs + 500);
       const where = type === 'stall-before-fence' ? 'before-fence' : 'in-fence';
-      ctx.stall(slot, where, ms);
-      await sleep(ms + ctx.workMs + 200);
-      return { type, slot, start, end: Date.now(), detail: `${target} blocks ${ms} ms ${where === 'before-fence' ? 'before assertLeader' : 'after assertLeader, before its write'}` };
+      const armedAt = ctx.stall(slot, where, ms);
+      // The worker takes the order at its next fenced action, within its arming window; a worker
+      // that is not leading (any more) has none, and the order lapses.
+      const stall = await ctx.stallStarted(slot, where, armedAt, STALL_ARM_MS + ctx.workMs + 1000);
+      if (!stall) return { type, slot, start, end: Date.now(), detail: `${target}: no fenced action to stall ${where} (order lapsed)`, took: false };
+      // Over when the stalled action is: its outcome is what (f) judges.
+      const outcome = await ctx.actionOutcome(stall, ms + 15_000);
+      const place = where === 'before-fence' ? 'before assertLeader' : 'after assertLeader, before its write';
+      return { type, slot, start, end: Date.now(), detail: `${target} blocks ${ms} ms ${place} (seq ${stall.seq}): ${outcome ? outcome.ev : 'no outcome'}`, took: true };
     }
     case 'conn-kill': {
       const all = ctx.random() < 0.3;
@@ -158,4 +176,4 @@ function sh(command) {
   execSync(command, { stdio: ['ignore', 2, 2], shell: '/bin/bash', timeout: 120_000 });
 }
 
-module.exports = { FAULT_TYPES, faultBag, faultsFor, inject, leaderCostingFault, rng, sh };
+module.exports = { FAULT_TYPES, GUARANTEED_STALLS, STALL_ARM_MS, faultBag, faultsFor, inject, leaderCostingFault, rng, sh };

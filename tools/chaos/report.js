@@ -24,6 +24,7 @@ function printSummary(summary) {
     ['actions started / fenced off (stale writes rejected) / failed', `${s.actions} / ${s.fenced} / ${s.actionErrors}`],
     ['elector tick errors / demotions / same-term re-elections', `${s.tickErrors} / ${s.demotions} / ${s.sameTermReelections}`],
     ['stalls injected into fenced actions', String(s.stalls)],
+    ['stalls inside the fence committed / before it fenced off; writes fenced off', `${s.stallsInFenceCommitted ?? 0} / ${s.stallsBeforeFenceFenced ?? 0}; ${s.fenced}`],
     ['longest time without a leader (with no fault nearby)', `${s.maxGapMs} ms (${s.maxQuietGapMs} ms)`],
     ['output', `${summary.outDir} (timeline.svg, summary.json, workers/*.jsonl)`],
   );

@@ -18,7 +18,8 @@ const fs = require('fs');
 const path = require('path');
 const db = require('./database');
 const { check, checkGroup } = require('./checker');
-const { faultBag, faultsFor, inject, leaderCostingFault, rng, sh } = require('./faults');
+const { linearizabilityCheck } = require('./run-history');
+const { GUARANTEED_STALLS, faultBag, faultsFor, inject, leaderCostingFault, rng, sh } = require('./faults');
 const { ChaosProxy } = require('./proxy');
 const { renderTimeline } = require('./timeline');
 
@@ -28,7 +29,8 @@ const DEFAULTS = Object.freeze({
   durationS: 60,
   leaseS: 2,
   workMs: 100,
-  slackMs: 2000,
+  /** (d): leaderless time allowed beyond a tick (and beyond the nearby faults' bound): a loaded machine's scheduling and round trips. */
+  slackMs: 1000,
   clockToleranceMs: 5,
   minFaults: 1,
   ns: 'chaos',
@@ -101,6 +103,9 @@ async function runChaos(options) {
   const outDir = o.out ?? path.join(db.tmpDir(), `${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   const logDir = path.join(outDir, 'workers');
   fs.mkdirSync(logDir, { recursive: true });
+  /** The workers' operation histories, for the linearizability checker. */
+  const opsDir = path.join(outDir, 'ops');
+  fs.mkdirSync(opsDir, { recursive: true });
 
   const created = o.url ? undefined : await db.createDatabase(kind, outDir);
   const url = /** @type {string} */ (o.url ?? created?.url);
@@ -158,6 +163,23 @@ async function runChaos(options) {
 
   /** @type {{ child: import('child_process').ChildProcess, candidateId: string, incarnation: number, control: string, exited: Promise<number | null>, expectedExit: boolean }[]} */
   const slots = [];
+  /** The events a worker process logged so far. @param {number} slot @param {number} incarnation @returns {import('./checker').WorkerEvent[]} */
+  const workerLog = (slot, incarnation) => {
+    let text = '';
+    try {
+      text = fs.readFileSync(path.join(logDir, `w${slot}-${incarnation}.jsonl`), 'utf8');
+    } catch {
+      return [];
+    }
+    // The last line may be half written.
+    return text.split('\n').flatMap((line) => {
+      try {
+        return line ? [JSON.parse(line)] : [];
+      } catch {
+        return [];
+      }
+    });
+  };
   /** @type {string[]} */
   const unexpectedExits = [];
   const incarnations = new Array(o.workers).fill(0);
@@ -178,6 +200,7 @@ async function runChaos(options) {
         CHAOS_LEASE_SECONDS: String(o.leaseS),
         CHAOS_WORK_MS: String(o.workMs),
         CHAOS_LOG: `${base}.jsonl`,
+        CHAOS_OPS_LOG: path.join(opsDir, `w${slot}-${incarnation}.jsonl`),
         CHAOS_CONTROL: `${base}.control.json`,
         CHAOS_UNFENCED: o.unfenced ? '1' : '0',
         CHAOS_APP_TX: o.appTransactions ? '1' : '0',
@@ -210,6 +233,9 @@ async function runChaos(options) {
   const finals = {};
   /** @type {number | undefined} */
   let lastFaultEnd;
+  /** The stall types the schedule guarantees (those the run's faults allow). @type {string[]} */
+  let guaranteedStalls = [];
+  let interruptedRun = false;
   try {
     // With priorities, the top-priority workers join once a lower one leads: every such run
     // opens with a hand-over, whatever the seed.
@@ -233,7 +259,26 @@ async function runChaos(options) {
       },
       stall: (slot, where, ms) => {
         // Polled by the worker at its next fenced action (see readStallOrder in worker.js).
-        fs.writeFileSync(slots[slot].control, JSON.stringify({ where, ms, armedAt: Date.now() }));
+        const armedAt = Date.now();
+        fs.writeFileSync(slots[slot].control, JSON.stringify({ where, ms, armedAt }));
+        return armedAt;
+      },
+      stallStarted: async (slot, where, armedAt, timeoutMs) => {
+        const { incarnation } = slots[slot];
+        for (const until = Date.now() + timeoutMs; Date.now() < until; await sleep(50)) {
+          const found = workerLog(slot, incarnation).find((e) => e.ev === 'stall' && e.where === where && e.t >= armedAt);
+          if (found) return found;
+        }
+        return undefined;
+      },
+      actionOutcome: async (stall, timeoutMs) => {
+        for (const until = Date.now() + timeoutMs; Date.now() < until; await sleep(100)) {
+          const found = workerLog(stall.slot, stall.incarnation).find((e) => e.seq === stall.seq && ['action-commit', 'action-fenced', 'action-error'].includes(e.ev));
+          if (found) return found;
+          // Killed meanwhile: it has no outcome to wait for.
+          if (slots[stall.slot].incarnation !== stall.incarnation) return undefined;
+        }
+        return undefined;
       },
       tickMaxMs,
       workMs: o.workMs,
@@ -262,6 +307,7 @@ async function runChaos(options) {
     };
 
     const types = faultsFor(kind, { dbRestart: Boolean(o.dbRestart), ...(o.faults ? { only: o.faults } : {}) });
+    guaranteedStalls = GUARANTEED_STALLS.filter((t) => types.includes(t));
     const faultEnd = runStart + o.durationS * 1000 - settleMs; // leave the quiet tail
     const waitForLeader = async (/** @type {(slot: number) => boolean} */ accept) => {
       for (const until = Date.now() + 15_000; Date.now() < until; await sleep(100)) {
@@ -280,6 +326,7 @@ async function runChaos(options) {
     let interrupted = false;
     const interrupt = () => {
       interrupted = true;
+      interruptedRun = true;
       say('chaos: interrupted — stopping the workers and checking what ran so far');
     };
     process.once('SIGINT', interrupt);
@@ -289,22 +336,32 @@ async function runChaos(options) {
     };
     // The schedule guarantees what a run is for, whatever the seed and however slow the machine:
     // the first fault is aimed at the leader and, when the allowed faults can, costs it its lease;
-    // every allowed type runs once before any runs twice; at least `minFaults` faults run — past
-    // the planned end if need be, which then moves back to leave the same time to recover.
+    // then, when allowed, the leader stalls inside the fence (its write must commit) and before it
+    // (its write must be fenced off), each repeated until a fenced action took it up; then every
+    // allowed type runs once before any runs twice; at least `minFaults` faults run — past the
+    // planned end if need be, which then moves back to leave the same time to recover.
     const opening = leaderCostingFault(types);
     const nextType = faultBag(types, random);
+    const stallsDue = [...guaranteedStalls];
     let runEnd = runStart + o.durationS * 1000;
-    while (types.length && !interrupted && (Date.now() < faultEnd || faults.length < o.minFaults)) {
+    while (types.length && !interrupted && (Date.now() < faultEnd || faults.length < o.minFaults || stallsDue.length)) {
       const first = faults.length === 0;
-      if (first) for (const until = Date.now() + 15_000; Date.now() < until && (await ctx.leaderSlot().catch(() => undefined)) === undefined; ) await sleep(100);
-      const type = (first && opening) || nextType();
-      const fault = await inject(type, ctx, { atLeader: first });
+      const guaranteed = !first || !opening ? stallsDue[0] : undefined;
+      if (first || guaranteed) for (const until = Date.now() + 15_000; Date.now() < until && (await ctx.leaderSlot().catch(() => undefined)) === undefined; ) await sleep(100);
+      const type = (first && opening) || guaranteed || nextType(faults.map((f) => f.type));
+      const fault = await inject(type, ctx, { atLeader: first || guaranteed !== undefined });
       faults.push(fault);
       fs.appendFileSync(faultLog, `${JSON.stringify(fault)}\n`);
       say(`chaos: +${((fault.start - runStart) / 1000).toFixed(1)} s ${fault.type}: ${fault.detail ?? ''}`);
       runEnd = Math.max(runEnd, fault.end + settleMs);
       lastFaultEnd = fault.end;
-      if (faults.length >= o.minFaults) await pause(Math.max(0, Math.min(faultEnd - Date.now(), 300 + random() * 1500)));
+      if (guaranteed && fault.took !== false) stallsDue.shift();
+      else if (guaranteed && faults.filter((f) => f.type === guaranteed).length >= 8) {
+        // Left to the checker: (f) fails for want of it.
+        say(`chaos: no fenced action took up ${guaranteed} in 8 attempts`);
+        stallsDue.shift();
+      }
+      if (faults.length >= o.minFaults && !stallsDue.length) await pause(Math.max(0, Math.min(faultEnd - Date.now(), 300 + random() * 1500)));
       else await pause(300 + random() * 1500);
     }
     await pause(Math.max(0, runEnd - Date.now()));
@@ -378,11 +435,18 @@ async function runChaos(options) {
         .map((line) => JSON.parse(line)),
     )
     .sort((a, b) => a.t - b.t);
-  const common = { ledger, events, faults, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt, watches, watchFailures, settings, lastFaultEnd, settleMs };
+  // The stalls the schedule guaranteed: (f) and (i) fail without them (an interrupted run may lack them).
+  const expectStalls = interruptedRun ? [] : guaranteedStalls.map((t) => (t === 'stall-in-fence' ? 'in-fence' : 'before-fence'));
+  const common = { ledger, events, faults, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt, watches, watchFailures, settings, lastFaultEnd, settleMs, expectStalls };
   const result =
     o.group === undefined
       ? check({ ...common, ns: o.ns, history, final })
       : checkGroup({ ...common, namespaces, histories, finals: interruptedFinals(finals, namespaces), balance: Boolean(o.balance) });
+  // The same run as operations with their call intervals, checked for a linearization.
+  const lin = linearizabilityCheck({ outDir, leaseMs, toleranceMs: o.clockToleranceMs, ledger, watchedNs: primaryNs, t0: runStart });
+  result.checks.push(lin.check);
+  result.ok = result.ok && lin.check.ok;
+  Object.assign(result.stats, { linearizability: lin.stats });
   if (unexpectedExits.length) {
     result.checks.push({ id: 'e2', name: 'no worker exited on its own', ok: false, detail: unexpectedExits.join('; '), violations: unexpectedExits });
     result.ok = false;

@@ -20,6 +20,7 @@
 const fs = require('fs');
 const { initDb, LeaderElector, LeaderElectorGroup, ElectionService, NotLeaderError } = require('gemstone-utils');
 const { kindOfUrl, ledgerInsert } = require('./database');
+const { opRecorder } = require('./op-recorder');
 
 const env = process.env;
 const url = /** @type {string} */ (env.CHAOS_URL);
@@ -47,6 +48,8 @@ const eligible = env.CHAOS_ELIGIBLE !== '0';
 /** @type {string[] | undefined} group mode: the namespaces of the worker's LeaderElectorGroup */
 const namespaces = env.CHAOS_NAMESPACES ? JSON.parse(env.CHAOS_NAMESPACES) : undefined;
 const balance = env.CHAOS_BALANCE === '1';
+/** The operation history for the linearizability checker (CHAOS_OPS_LOG; none without it). */
+const ops = opRecorder(env.CHAOS_OPS_LOG, { process: `w${slot}-${incarnation}`, candidateId, slot });
 
 /** @param {string} ev @param {Record<string, unknown>} [fields] */
 function log(ev, fields = {}) {
@@ -65,7 +68,7 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
 /** @type {{ where: 'before-fence' | 'in-fence', ms: number, until: number } | null} */
 let armedStall = null;
 /** An armed stall is dropped if no action comes soon (this worker lost leadership meanwhile): the injector's fault window is over by then. */
-const STALL_ARM_MS = 500;
+const { STALL_ARM_MS } = require('./faults');
 /** `armedAt` of the last order read from CHAOS_CONTROL: each order arms once. */
 let lastOrder = 0;
 
@@ -117,6 +120,7 @@ async function connect() {
 
 async function main() {
   log('start', { pid: process.pid, candidateId, priority, eligible });
+  ops.note('start', { candidateId, slot, namespaces: namespaces ?? [ns] });
   const electorDs = await connect();
   // SQLite: by default the fenced work gets a DataSource of its own (a second connection; the
   // database write lock orders the two). With CHAOS_APP_TX it shares the elector's connection.
@@ -145,6 +149,7 @@ async function main() {
     single.on('leader', (leaderId, term) => log('leader', { leaderId, term }));
   }
   elector.on('error', (error) => log('error', { message: describe(error) }));
+  ops.follow(elector, namespaces ? undefined : ns);
 
   let seq = 0;
   let running = true;
@@ -166,6 +171,7 @@ async function main() {
     const tag = namespaces ? { ns: actionNs } : {};
     log('action-start', { ...tag, term: lease.term, seq: mySeq, decidedAt, at: startedAt });
     const runner = workDs.createQueryRunner();
+    ops.writeInvoked(actionNs, lease.term, mySeq);
     try {
       await runner.connect();
       await runner.startTransaction();
@@ -174,11 +180,17 @@ async function main() {
       maybeStall('in-fence', mySeq, namespaces ? actionNs : undefined);
       await runner.query(insert, [actionNs, lease.term, candidateId, slot, mySeq]);
       await runner.commitTransaction();
+      ops.writeReturned(mySeq, 'committed');
       log('action-commit', { ...tag, term: lease.term, seq: mySeq });
     } catch (error) {
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-      if (error instanceof NotLeaderError) log('action-fenced', { ...tag, term: lease.term, seq: mySeq, current: error.term, leaderId: error.leaderId });
-      else log('action-error', { ...tag, term: lease.term, seq: mySeq, message: describe(error) });
+      if (error instanceof NotLeaderError) {
+        ops.writeReturned(mySeq, 'refused', { current: error.term, leaderId: error.leaderId });
+        log('action-fenced', { ...tag, term: lease.term, seq: mySeq, current: error.term, leaderId: error.leaderId });
+      } else {
+        ops.writeReturned(mySeq, 'error');
+        log('action-error', { ...tag, term: lease.term, seq: mySeq, message: describe(error) });
+      }
     } finally {
       await runner.release().catch(() => undefined);
     }
@@ -227,7 +239,9 @@ async function main() {
     if (!running) return;
     running = false;
     log('stopping', { appCommits, appRollbacks });
+    ops.note('stopping');
     await elector.stop();
+    ops.note('stopped');
     log('stopped');
     await Promise.allSettled([electorDs.destroy(), workDs === electorDs ? undefined : workDs.destroy()]);
     process.exit(0);

@@ -1,0 +1,77 @@
+// @ts-check
+'use strict';
+/**
+ * A worker's operation history for the linearizability checker (linearizability.js): each elect
+ * (one line per tick, from the elector's `'tick'` event), each fenced write (one line when it is
+ * invoked, one when it returns), the demotions that precede a vacate, and the stop. JSON lines,
+ * appended synchronously, so a SIGKILL loses nothing that happened before it; a write with an
+ * invocation and no return is an operation in flight when the process died.
+ *
+ * Times are epoch milliseconds of this host's clock, `performance.timeOrigin + performance.now()`
+ * (sub-millisecond, monotonic within the process). All workers and the database server run on one
+ * host, so their clocks are the same clock: the checker compares them with a small tolerance.
+ */
+const fs = require('fs');
+
+const now = () => performance.timeOrigin + performance.now();
+
+/**
+ * @param {string | undefined} file no file: nothing is recorded
+ * @param {{ process: string, candidateId: string, slot: number }} who
+ */
+function opRecorder(file, who) {
+  const put = (/** @type {Record<string, unknown>} */ line) => {
+    if (file) fs.appendFileSync(file, `${JSON.stringify({ p: who.process, ...line })}\n`);
+  };
+  /** Group mode: leases taken by the current tick ('elected' fires only while a tick's answer is applied). */
+  /** @type {[string, number][]} */
+  let elected = [];
+
+  return {
+    /** @param {string} f @param {Record<string, unknown>} [fields] */
+    note(f, fields = {}) {
+      put({ f, at: now(), ...fields });
+    },
+
+    /**
+     * Follows a LeaderElector (`ns` given) or a LeaderElectorGroup.
+     * @param {import('events').EventEmitter} elector @param {string | undefined} ns
+     */
+    follow(elector, ns) {
+      elector.on('elected', (/** @type {{ ns: string, term: number }} */ lease) => {
+        if (ns === undefined) elected.push([lease.ns, lease.term]);
+      });
+      elector.on('demoted', (/** @type {{ ns: string, term: number }} */ lease, /** @type {string} */ reason) => {
+        put({ f: 'demoted', at: now(), ns: lease.ns, term: lease.term, reason });
+      });
+      elector.on('tick', (/** @type {any} */ tick) => {
+        const ret = now();
+        const durationMs = tick.durationSeconds * 1000;
+        const skew = tick.clockSkew;
+        // The elector's wall clock when it sent the statement, recovered from the skew it measured
+        // (skew = databaseNow - (sentAt + duration / 2)): exact, unlike ret - duration, which is
+        // late by the time the elector spent applying the answer before emitting the event.
+        const inv = skew ? skew.databaseNow.getTime() - skew.seconds * 1000 - durationMs / 2 : ret - durationMs;
+        const dbNow = skew ? skew.databaseNow.getTime() : null;
+        if (ns !== undefined) {
+          put({ f: 'tick', ns, inv, ret, outcome: tick.outcome, leaderId: tick.leaderId, term: tick.term, dbNow });
+        } else {
+          put({ f: 'gtick', inv, ret, ok: tick.error === null, dbNow, elected });
+          elected = [];
+        }
+      });
+    },
+
+    /** @param {string} ns @param {number} term @param {number} seq */
+    writeInvoked(ns, term, seq) {
+      put({ f: 'write', type: 'invoke', ns, term, seq, at: now() });
+    },
+
+    /** @param {number} seq @param {'committed' | 'refused' | 'error'} status @param {Record<string, unknown>} [fields] */
+    writeReturned(seq, status, fields = {}) {
+      put({ f: 'write', type: status, seq, at: now(), ...fields });
+    },
+  };
+}
+
+module.exports = { opRecorder };
