@@ -1,0 +1,55 @@
+/**
+ * The differential runs of one database: schedules of sequential operations, then schedules with
+ * concurrent rounds (races, transactions holding the leader row past a lease's end, a busy SQLite
+ * write lock), each compared with the reference model (see harness.ts). How many schedules:
+ * DIFF_RUNS below, times `GEMSTONE_DIFF_RUNS`.
+ */
+import type { TestDatabase } from '../support/databases';
+import { checkSchedules, EXPIRE_SECONDS } from './harness';
+import { capabilitiesOf, isOpen, leftOut, skippedFor } from './known-defects';
+import type { Capabilities } from './schedule';
+import { openWorld, type SessionSettings, type World } from './world';
+
+/** Long enough for thousands of schedules per database, short enough for CI. */
+const TIMEOUT_MS = 15 * 60_000;
+
+export interface SuiteOptions {
+  sequentialRuns: number;
+  concurrentRuns: number;
+  settings?: SessionSettings;
+  caps?: Partial<Capabilities>;
+  /** The open defect this configuration reproduces: the whole run is skipped while it is open. */
+  defect?: number;
+}
+
+export function differentialSuite(db: TestDatabase, options: SuiteOptions): void {
+  if (options.defect !== undefined && isOpen(options.defect)) {
+    test.skip(skippedFor(options.defect), () => undefined);
+    return;
+  }
+  let world: World;
+  beforeAll(async () => {
+    world = await openWorld(db, EXPIRE_SECONDS, options.settings);
+  });
+
+  test(
+    'sequential schedules decide as the model',
+    async () => {
+      await checkSchedules(world, capabilitiesOf(world, db.kind, options.caps), { numRuns: options.sequentialRuns, rounds: false }, 'sequential');
+    },
+    TIMEOUT_MS,
+  );
+
+  if (options.concurrentRuns > 0) {
+    test(
+      'schedules with concurrent rounds are explained by some order of the model',
+      async () => {
+        await checkSchedules(world, capabilitiesOf(world, db.kind, options.caps), { numRuns: options.concurrentRuns, rounds: true }, 'concurrent');
+      },
+      TIMEOUT_MS,
+    );
+  }
+
+  // Loud: the dimensions left out for defects still open (see known-defects.ts).
+  for (const defect of leftOut(db)) test.skip(skippedFor(defect), () => undefined);
+}
