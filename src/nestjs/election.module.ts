@@ -8,10 +8,13 @@ import { ElectionService, LeaderElector } from '../election';
 import type { ElectorLogger } from '../election/elector-options';
 import { ElectionHealthIndicator } from './health.indicator';
 import { ElectorLifecycle } from './elector-lifecycle';
+import { checkDashboardOption, ElectionDashboardMount } from './dashboard';
+import { logLeadership } from './leadership-log';
 import {
   BINDING_KEYS,
   DEFAULT_CONNECTION_NAME,
   DEFAULT_IS_GLOBAL,
+  DEFAULT_LOG_LEADERSHIP,
   ELECTION_DATA_SOURCE,
   ELECTION_MODULE_OPTIONS,
   ElectionModuleAsyncOptions,
@@ -43,6 +46,9 @@ function checkElectionOptions(value: object): ElectionModuleOptions {
   for (const [key, why] of Object.entries(MODULE_OWNED)) {
     if (key in value) throw new ValidationError(`options.${key}`, why);
   }
+  const { logLeadership, dashboard } = value as ElectionModuleOptions;
+  if (logLeadership !== undefined && typeof logLeadership !== 'boolean') throw new ValidationError('options.logLeadership', 'must be a boolean');
+  checkDashboardOption(dashboard);
   return value as ElectionModuleOptions;
 }
 
@@ -86,13 +92,22 @@ function coreProviders(connectionName: string): Provider[] {
     {
       provide: LeaderElector,
       useFactory: (dataSource: DataSource, options: ElectionModuleOptions) => {
-        const { createTables: _createTables, sqliteWaitMs: _sqliteWaitMs, ...electorOptions } = options;
-        return new LeaderElector({ logger: nestLogger(), ...electorOptions, dataSource });
+        const {
+          createTables: _createTables,
+          sqliteWaitMs: _sqliteWaitMs,
+          logLeadership: log = DEFAULT_LOG_LEADERSHIP,
+          dashboard: _dashboard,
+          ...electorOptions
+        } = options;
+        const elector = new LeaderElector({ logger: nestLogger(), ...electorOptions, dataSource });
+        if (log) logLeadership(elector);
+        return elector;
       },
       inject: [ELECTION_DATA_SOURCE, ELECTION_MODULE_OPTIONS],
     },
     ElectorLifecycle,
     ElectionHealthIndicator,
+    ElectionDashboardMount,
   ];
 }
 

@@ -11,7 +11,20 @@ export { ElectionModule } from './election.module';
 export { LeaderOnly, LeaderOnlyWithoutElectorError } from './leader-only.decorator';
 export { ElectionHealthIndicator, DEFAULT_HEALTH_KEY } from './health.indicator';
 export type { ElectionHealthDetails, ElectionHealthResult } from './health.indicator';
-export { ELECTION_MODULE_OPTIONS, ELECTION_DATA_SOURCE, DEFAULT_CONNECTION_NAME, DEFAULT_IS_GLOBAL } from './options';
-export type { ElectionModuleOptions, ElectionModuleRootOptions, ElectionModuleAsyncOptions, ElectionModuleBinding } from './options';
+export {
+  ELECTION_MODULE_OPTIONS,
+  ELECTION_DATA_SOURCE,
+  DEFAULT_CONNECTION_NAME,
+  DEFAULT_IS_GLOBAL,
+  DEFAULT_LOG_LEADERSHIP,
+  DEFAULT_DASHBOARD_PATH,
+} from './options';
+export type {
+  ElectionModuleOptions,
+  ElectionModuleRootOptions,
+  ElectionModuleAsyncOptions,
+  ElectionModuleBinding,
+  ElectionDashboardOptions,
+} from './options';
 export { ElectionService, LeaderElector, GemstoneDB } from '../index';
 export type { Lease } from '../election/elector-options';

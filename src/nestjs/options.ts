@@ -1,10 +1,30 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
+import type { DashboardOptions } from '../dashboard/options';
 import type { LeaderElectorOptions } from '../election/elector-options';
 
 /** The `@nestjs/typeorm` connection the module uses unless told otherwise: `"default"`. */
 export const DEFAULT_CONNECTION_NAME = 'default';
 /** Default of {@link ElectionModuleRootOptions.isGlobal}: `true`, so any module can inject the election providers. */
 export const DEFAULT_IS_GLOBAL = true;
+
+/**
+ * Default of {@link ElectionModuleOptions.logLeadership}: `true`, so an application's log says
+ * when it starts and stops leading and who leads, as it says which routes it mapped.
+ */
+export const DEFAULT_LOG_LEADERSHIP = true;
+
+/** Where {@link ElectionModuleOptions.dashboard} is served unless its `path` says otherwise: `/election`. */
+export const DEFAULT_DASHBOARD_PATH = '/election';
+
+/** The module's dashboard: `createDashboard` options on the module's DataSource, plus where to serve it. */
+export interface ElectionDashboardOptions extends Omit<DashboardOptions, 'dataSource' | 'basePath'> {
+  /**
+   * The path on the application's HTTP server, e.g. `"/ops/election"`. Mounted on the HTTP
+   * adapter itself: Nest's global prefix, guards and interceptors do not apply (use `authorize`).
+   * Default {@link DEFAULT_DASHBOARD_PATH}.
+   */
+  readonly path?: string;
+}
 
 /** Injection token of the resolved {@link ElectionModuleOptions}. */
 export const ELECTION_MODULE_OPTIONS: InjectionToken = Symbol('gemstone-utils:ElectionModuleOptions');
@@ -31,6 +51,19 @@ export interface ElectionModuleOptions extends Readonly<Omit<LeaderElectorOption
    * for a transaction held open on the shared connection. Default `DEFAULT_SQLITE_WAIT_MS` (5000).
    */
   readonly sqliteWaitMs?: number;
+  /**
+   * Log leadership changes through Nest's `Logger` (context `ElectionModule`), with the
+   * namespace, candidate, term and reason: starting to lead and a hand-over or stop at `log`
+   * level, a leadership lost or run out (`lost`, `lease-expired-locally`) at `warn`, and another
+   * leader observed (or none) at `log`. Default {@link DEFAULT_LOG_LEADERSHIP} (`true`).
+   */
+  readonly logLeadership?: boolean;
+  /**
+   * Serve the read-only dashboard on the application's HTTP server: `true` at
+   * {@link DEFAULT_DASHBOARD_PATH}, or its options (`path`, `authorize`, …). Default: off.
+   * Anyone who reaches the path sees every namespace and candidate metadata: give `authorize`.
+   */
+  readonly dashboard?: boolean | ElectionDashboardOptions;
 }
 
 /** Where the module is registered and which connection it uses; fixed when the module is declared. */

@@ -85,6 +85,7 @@ describeEachDatabase('ElectionModule on a named connection', (db: TestDatabase) 
       [{ dataSource: {} }, 'options.dataSource'],
       [{ connectionName: '' }, 'options.connectionName'],
       [{ isGlobal: 'yes' }, 'options.isGlobal'],
+      [{ logLeadership: 'yes' }, 'options.logLeadership'],
     ];
     for (const [options, parameter] of cases) {
       expect(await host.send({ cmd: 'declare', options })).toEqual({ error: 'ValidationError', parameter });

@@ -103,6 +103,21 @@ describeEachDatabase('ElectionModule: three Nest applications on one fresh datab
     for (const job of jobs(host)) {
       expect(job).toMatchObject({ app: leader, candidateId: started[leaderIndex]!.candidateId, term: firstTerm, aborted: false });
     }
+    // A subscriber in onApplicationBootstrap comes after the module's own hook elected:
+    // on('elected') misses the first term, onLeadership() is called with it at once.
+    expect(host.select('late-leadership', leader)).toEqual([expect.objectContaining({ term: firstTerm, aborted: false })]);
+    expect(host.select('late-elected', leader)).toEqual([]);
+    // The module's leadership log (logLeadership, on by default): the leader says it leads, the
+    // others whom they follow, each naming itself.
+    const candidate = (app: string) => started[names.indexOf(app)]!.candidateId;
+    const logLines = () => host.select('module-log').map((e) => String(e['message']));
+    expect(logLines()).toContain(`leading "nest-jobs", term ${firstTerm} (candidate ${candidate(leader)})`);
+    await host.waitFor(
+      () => names.filter((n) => n !== leader).every((n) => logLines().includes(`"nest-jobs" is led by ${candidate(leader)}, term ${firstTerm} (candidate ${candidate(n)})`)),
+      10_000,
+      'the followers to log the leader',
+    );
+
     // The lease is appended after the caller's arguments: @Interval passes none, @Cron one.
     for (const job of jobs(host, leader, 'interval')) expect(job).toMatchObject({ leaseIndex: 0, argCount: 1 });
     for (const job of jobs(host, leader, 'cron')) expect(job).toMatchObject({ leaseIndex: 1, argCount: 2 });
@@ -124,6 +139,14 @@ describeEachDatabase('ElectionModule: three Nest applications on one fresh datab
     expect(host.select('demoted', leader)).toEqual([expect.objectContaining({ reason: 'stopped' })]);
 
     const newLeader = successor.app!;
+    expect(logLines()).toContain(`stopped leading "nest-jobs", term ${firstTerm}: stopped (candidate ${candidate(leader)})`);
+    // A late subscriber of a follower hears of the leadership it takes over later, once.
+    const successorTerm = successor['term'] as number;
+    // Reported by the listeners after 'elected', in later messages of the host.
+    await host.waitFor(() => host.select('late-leadership', newLeader).length > 0 && host.select('late-elected', newLeader).length > 0, 5_000, 'the late subscribers');
+    expect(host.select('late-leadership', newLeader)).toEqual([expect.objectContaining({ term: successorTerm })]);
+    expect(host.select('late-elected', newLeader)).toEqual([expect.objectContaining({ term: successorTerm })]);
+    expect(logLines()).toContain(`leading "nest-jobs", term ${successorTerm} (candidate ${candidate(newLeader)})`);
     await host.waitFor(() => jobs(host, newLeader, 'interval').length >= 3, 10_000, 'jobs on the new leader');
     const afterClose = host.events.filter((e) => e.t > closed.closedAt);
     expect(afterClose.filter((e) => e.event === 'job' && e.app === leader)).toEqual([]);
@@ -143,6 +166,17 @@ describeEachDatabase('ElectionModule: three Nest applications on one fresh datab
     expect(stoppedHealth.details['election']!.problem).toEqual(expect.any(String));
     // terminus logs the failed check; nothing else went wrong.
     expect(problems(host.events.slice(beforeStop))).toEqual([expect.objectContaining({ level: 'error', message: expect.stringMatching(/^Health Check has failed/) })]);
+  });
+
+  test('logLeadership: false logs nothing of its leadership', async () => {
+    const started = await host.startApp(spec('quiet', db.options(), { ns: 'quiet-jobs', logLeadership: false }));
+    expect(started.isLeader).toBe(true);
+    const before = host.events.length;
+    await host.send({ cmd: 'close', app: 'quiet' });
+    expect(host.select('demoted', 'quiet')).toEqual([expect.objectContaining({ reason: 'stopped' })]);
+    const mentions = host.events.filter((e) => e.event === 'module-log' && String(e['message']).includes(started.candidateId));
+    expect(mentions).toEqual([]);
+    expect(problems(host.events.slice(before))).toEqual([]);
   });
 }, { sharedOnly: true });
 

@@ -13,8 +13,29 @@ import { REPO_ROOT } from '../support/children/spawn';
 
 const run = promisify(execFile);
 
-/** What a SQLite consumer installs besides gemstone-utils (its dependencies included). */
-const LINKED_PACKAGES = ['typeorm', 'reflect-metadata', 'better-sqlite3', 'typescript', '@types/node', 'cli-table3', 'commander', 'picocolors'];
+/**
+ * What a SQLite consumer installs besides gemstone-utils (its dependencies included), and the
+ * optional peers the documentation's examples use (Nest, prom-client, OpenTelemetry).
+ */
+const LINKED_PACKAGES = [
+  'typeorm',
+  'reflect-metadata',
+  'better-sqlite3',
+  'typescript',
+  '@types/node',
+  'cli-table3',
+  'commander',
+  'picocolors',
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/typeorm',
+  '@nestjs/schedule',
+  '@nestjs/terminus',
+  '@nestjs/platform-express',
+  'rxjs',
+  'prom-client',
+  '@opentelemetry/api',
+];
 
 export interface Packed {
   readonly dir: string;
@@ -76,6 +97,38 @@ export function writeTypeCheckProject(consumer: string, setting: TypeCheckSettin
   };
   fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['typed.ts'] }, null, 2));
   fs.copyFileSync(source, path.join(dir, 'typed.ts'));
+  return dir;
+}
+
+/** A snippet of the documentation as a file of a consumer project. */
+export interface DocSnippet {
+  /** Where it comes from, e.g. `docs/api.md:74` (the block's first line). */
+  readonly origin: string;
+  /** File name inside the project. */
+  readonly file: string;
+  readonly code: string;
+}
+
+/**
+ * Writes `<consumer>/<name>/` as a project of its own: a package.json of `packageType`, the typed
+ * consumer file and the documentation snippets (each made a module with `export {}`, appended so
+ * its lines keep their numbers). `tsconfig` is written as given; without it the project gets none
+ * (the caller runs `tsc --init`).
+ */
+export function writeSnippetProject(
+  consumer: string,
+  name: string,
+  packageType: 'commonjs' | 'module',
+  typed: string,
+  snippets: readonly DocSnippet[],
+  tsconfig?: object,
+): string {
+  const dir = path.join(consumer, name);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: `consumer-${name}`, private: true, type: packageType }));
+  if (tsconfig) fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+  fs.copyFileSync(typed, path.join(dir, 'typed.ts'));
+  for (const snippet of snippets) fs.writeFileSync(path.join(dir, snippet.file), `${snippet.code}\nexport {};\n`);
   return dir;
 }
 

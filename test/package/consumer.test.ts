@@ -2,17 +2,23 @@
  * The packed tarball as a consumer gets it: `npm pack`, installed into a scratch project without
  * network, run from CommonJS and ES modules, and type-checked under strict settings in every
  * module resolution mode, with TypeScript 5 (`tsc`) and, where installed, TypeScript 7 (`tsgo`).
+ * TypeScript 7 itself (`typescript@7`, test/typescript7) compiles the typed consumer and every
+ * ts block of README.md and docs/ as a user's project would: one made by `tsc --init`, one with
+ * a classic strict CommonJS tsconfig — both without `types`, which TypeScript 7 defaults to `[]`.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { REPO_ROOT } from '../support/children/spawn';
+import { blockFileName, documentsWithSnippets, documentTsBlocks } from '../support/markdown';
 import {
   createConsumer,
+  DocSnippet,
   mapLimited,
   packRepo,
   ProcessResult,
   runProgram,
   TypeCheckSetting,
+  writeSnippetProject,
   writeTypeCheckProject,
   Packed,
 } from './consumer-project';
@@ -32,15 +38,66 @@ const HAS_TSGO = fs.existsSync(TSGO);
 /** TypeScript 7 removed `moduleResolution: node10` (error TS5108), so that row is TypeScript 5 only. */
 const TSGO_SETTINGS = SETTINGS.filter((setting) => setting.moduleResolution !== 'node10');
 
+/**
+ * TypeScript 7 itself, installed apart (`npm ci --prefix test/typescript7`): as a devDependency
+ * its `tsc` command would replace TypeScript 5's, which builds the package. Required under CI.
+ */
+const TSC7 = path.join(REPO_ROOT, 'test', 'typescript7', 'node_modules', 'typescript', 'bin', 'tsc');
+const HAS_TSC7 = fs.existsSync(TSC7);
+const RUN_TSC7 = HAS_TSC7 || process.env['CI'] === 'true';
+
+/**
+ * TypeORM and Nest decorators are TypeScript's legacy decorators: both ask their users for these
+ * two options, which `tsc --init` does not set.
+ */
+const DECORATOR_OPTIONS = { experimentalDecorators: true, emitDecoratorMetadata: true };
+
+/** The TypeScript 7 projects: the typed consumer and every ts block of the documentation. */
+interface Ts7Project {
+  readonly name: string;
+  readonly packageType: 'commonjs' | 'module';
+  /** Written as given; absent: the project's tsconfig.json is the one `tsc --init` writes. */
+  readonly tsconfig?: object;
+  /** Options added on the command line (to `tsc --init`'s tsconfig). */
+  readonly args: readonly string[];
+}
+
+const TS7_PROJECTS: readonly Ts7Project[] = [
+  // `tsc --init` as it is (module nodenext, target esnext, types [], verbatimModuleSyntax,
+  // noUncheckedIndexedAccess, exactOptionalPropertyTypes, strict, skipLibCheck) in an ES module
+  // package: verbatimModuleSyntax allows no `import` in CommonJS files.
+  { name: 'ts7-init', packageType: 'module', args: ['--noEmit', '--experimentalDecorators', '--emitDecoratorMetadata'] },
+  // The classic strict CommonJS project. TypeScript 7 removed moduleResolution node10 (error
+  // TS5108), so `module: commonjs` resolves with its default; every declaration file is checked.
+  {
+    name: 'ts7-commonjs',
+    packageType: 'commonjs',
+    tsconfig: {
+      compilerOptions: { target: 'es2022', module: 'commonjs', strict: true, exactOptionalPropertyTypes: true, skipLibCheck: false, noEmit: true, ...DECORATOR_OPTIONS },
+    },
+    args: [],
+  },
+];
+
+/** Every ts block of README.md and docs/*.md. */
+function docSnippets(): DocSnippet[] {
+  return documentsWithSnippets(REPO_ROOT).flatMap((doc) =>
+    documentTsBlocks(REPO_ROOT, doc).map((block) => ({ origin: `${doc}:${block.firstLine}`, file: blockFileName(doc, block), code: block.code })),
+  );
+}
+
 interface Checked {
-  readonly compiler: 'tsc' | 'tsgo';
+  readonly compiler: 'tsc' | 'tsgo' | 'typescript@7';
   readonly setting: string;
   readonly result: ProcessResult;
 }
 
+type Job = { compiler: 'tsc' | 'tsgo'; setting: TypeCheckSetting } | { project: Ts7Project };
+
 let packed: Packed;
 let consumer: string;
 let cjs: Promise<ProcessResult>;
+let dashboard: Promise<ProcessResult>;
 let esm: Promise<ProcessResult>;
 let checks: Promise<Checked[]>;
 
@@ -49,20 +106,35 @@ beforeAll(async () => {
   consumer = await createConsumer(packed);
   fs.copyFileSync(path.join(__dirname, 'consumer', 'run.cjs'), path.join(consumer, 'run.cjs'));
   fs.copyFileSync(path.join(__dirname, 'consumer', 'run.mjs'), path.join(consumer, 'run.mjs'));
-  const jobs: { compiler: Checked['compiler']; setting: TypeCheckSetting }[] = [
+  fs.copyFileSync(path.join(__dirname, 'consumer', 'dashboard.cjs'), path.join(consumer, 'dashboard.cjs'));
+  const jobs: { compiler: 'tsc' | 'tsgo'; setting: TypeCheckSetting }[] = [
     ...SETTINGS.map((setting) => ({ compiler: 'tsc' as const, setting })),
     ...(HAS_TSGO ? TSGO_SETTINGS.map((setting) => ({ compiler: 'tsgo' as const, setting })) : []),
   ];
   for (const { setting } of jobs) writeTypeCheckProject(consumer, setting, path.join(__dirname, 'consumer', 'typed.ts'));
   // Child processes: the runtime checks and two compilers at a time overlap on the machine's cores.
   cjs = runProgram(process.execPath, ['run.cjs'], consumer);
+  dashboard = runProgram(process.execPath, ['dashboard.cjs'], consumer);
   esm = runProgram(process.execPath, ['run.mjs'], consumer);
-  checks = mapLimited(jobs, 2, async ({ compiler, setting }) => ({
-    compiler,
-    setting: setting.name,
-    result: await runProgram(process.execPath, [compiler === 'tsc' ? TSC : TSGO, '-p', path.join(setting.name, 'tsconfig.json')], consumer),
-  }));
-  for (const pending of [cjs, esm, checks]) pending.catch(() => undefined);
+  const snippets = docSnippets();
+  const ts7Jobs = HAS_TSC7 ? TS7_PROJECTS : [];
+  for (const project of ts7Jobs) {
+    writeSnippetProject(consumer, project.name, project.packageType, path.join(__dirname, 'consumer', 'typed.ts'), snippets, project.tsconfig);
+  }
+  const compile = async (compiler: Checked['compiler'], setting: string, args: string[], cwd = consumer): Promise<Checked> => {
+    const bin = compiler === 'tsc' ? TSC : compiler === 'tsgo' ? TSGO : TSC7;
+    return { compiler, setting, result: await runProgram(process.execPath, [bin, ...args], cwd) };
+  };
+  checks = mapLimited<Job, Checked>([...jobs, ...ts7Jobs.map((project) => ({ project }))], 2, async (job) => {
+    if ('setting' in job) return compile(job.compiler, job.setting.name, ['-p', path.join(job.setting.name, 'tsconfig.json')]);
+    const dir = path.join(consumer, job.project.name);
+    if (!job.project.tsconfig) {
+      const init = await runProgram(process.execPath, [TSC7, '--init'], dir);
+      if (init.code !== 0) return { compiler: 'typescript@7', setting: job.project.name, result: init };
+    }
+    return compile('typescript@7', job.project.name, ['-p', '.', ...job.project.args], dir);
+  });
+  for (const pending of [cjs, esm, checks, dashboard]) pending.catch(() => undefined);
 }, 60_000);
 
 afterAll(() => {
@@ -113,6 +185,12 @@ describe('a consumer project with the tarball installed', () => {
     expect(JSON.parse(result.output)).toEqual(expected(installed));
   });
 
+  test("the dashboard serves its page, the page's scripts and JSON from the installed package", async () => {
+    const result = await dashboard;
+    expect({ code: result.code, output: result.code === 0 ? '' : result.output }).toEqual({ code: 0, output: '' });
+    expect(JSON.parse(result.output)).toEqual({ page: true, scripts: [200, 200, 200, 200, 200], namespaces: ['cjs-dashboard'] });
+  });
+
   test('an ES module runs an election on sqlite::memory:', async () => {
     const result = await esm;
     expect({ code: result.code, output: result.code === 0 ? '' : result.output }).toEqual({ code: 0, output: '' });
@@ -141,6 +219,21 @@ describe('a consumer project with the tarball installed', () => {
     'TypeScript 7 (tsgo) type-checks the consumer under %s',
     async (name) => {
       const check = (await checks).find((entry) => entry.compiler === 'tsgo' && entry.setting === name)!;
+      expect({ code: check.result.code, output: check.result.output }).toEqual({ code: 0, output: '' });
+    },
+    matrixTimeoutMs,
+  );
+
+  // TypeScript 7 with its defaults (types: []): the declarations bring Node's types themselves
+  // (`/// <reference types="node" />` where they use them). These failed with 35 errors in
+  // dist/ ("Cannot find namespace 'NodeJS'", "Cannot find name 'events'", "Property
+  // 'asyncDispose' does not exist") and, under `tsc --init`, "Property 'on' does not exist on
+  // type 'LeaderElector'" in the README's snippets.
+  (RUN_TSC7 ? test.each : test.skip.each)(TS7_PROJECTS.map((project) => [project.name]))(
+    'TypeScript 7 (typescript@7) compiles the typed consumer and every ts block of the docs in %s',
+    async (name) => {
+      if (!HAS_TSC7) throw new Error(`${TSC7} is missing: run \`npm ci --prefix test/typescript7\``);
+      const check = (await checks).find((entry) => entry.compiler === 'typescript@7' && entry.setting === name)!;
       expect({ code: check.result.code, output: check.result.output }).toEqual({ code: 0, output: '' });
     },
     matrixTimeoutMs,

@@ -61,7 +61,7 @@ Module._resolveFilename = function (request, ...rest) {
   return resolve.call(this, request, ...rest);
 };
 const core = {};
-for (const specifier of ['gemstone-utils', 'gemstone-utils/db', 'gemstone-utils/election', 'gemstone-utils/metrics']) require(specifier);
+for (const specifier of ['gemstone-utils', 'gemstone-utils/db', 'gemstone-utils/election', 'gemstone-utils/metrics', 'gemstone-utils/dashboard']) require(specifier);
 core.requested = [...requested].sort();
 require('gemstone-utils/nestjs');
 console.log(JSON.stringify({ core: core.requested, nestjs: [...requested].sort() }));
@@ -69,7 +69,7 @@ console.log(JSON.stringify({ core: core.requested, nestjs: [...requested].sort()
 
 describe('package entry points (child processes in the repo root)', () => {
   // Started together: each is a separate Node process, so they overlap on the two cores.
-  const probes = {} as Record<'root' | 'db' | 'election' | 'metrics' | 'nestjs', Promise<Probe>>;
+  const probes = {} as Record<'root' | 'db' | 'election' | 'metrics' | 'nestjs' | 'dashboard', Promise<Probe>>;
   let nestLoads: ReturnType<typeof runNode>;
   let esm: ReturnType<typeof runNode>;
   let tsc: ReturnType<typeof runNode>;
@@ -79,6 +79,7 @@ describe('package entry points (child processes in the repo root)', () => {
     probes.election = probe('gemstone-utils/election');
     probes.metrics = probe('gemstone-utils/metrics');
     probes.nestjs = probe('gemstone-utils/nestjs');
+    probes.dashboard = probe('gemstone-utils/dashboard');
     nestLoads = runNode(['-e', NEST_LOADS_SCRIPT]);
     esm = runNode(['--input-type=module', '-e', ESM_SCRIPT]);
     tsc = runNode(
@@ -106,6 +107,7 @@ describe('package entry points (child processes in the repo root)', () => {
     ['gemstone-utils/election', 'election', './election'],
     ['gemstone-utils/metrics', 'metrics', './metrics'],
     ['gemstone-utils/nestjs', 'nestjs', './nestjs'],
+    ['gemstone-utils/dashboard', 'dashboard', './dashboard'],
   ] as const)('require(%s) resolves through the exports map to dist', async (_specifier, key, entry) => {
     const result = await probes[key];
     const target = manifest.exports[entry] as { default: string };
@@ -115,13 +117,13 @@ describe('package entry points (child processes in the repo root)', () => {
     expect(result.deepImport).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED'); // only the exported entry points
   });
 
-  test('importing gemstone-utils/db or /metrics alone registers nothing; gemstone-utils, /election and /nestjs register the election tables', async () => {
-    const [root, db, election, metrics, nestjs] = await Promise.all([probes.root, probes.db, probes.election, probes.metrics, probes.nestjs]);
+  test('importing gemstone-utils/db or /metrics alone registers nothing; gemstone-utils, /election, /nestjs and /dashboard register the election tables', async () => {
+    const [root, db, election, metrics, nestjs, dashboard] = await Promise.all([probes.root, probes.db, probes.election, probes.metrics, probes.nestjs, probes.dashboard]);
     for (const alone of [db, metrics]) {
       expect(alone.entities).toEqual([]);
       expect(alone.migrations).toEqual([]);
     }
-    for (const loaded of [root, election, nestjs]) {
+    for (const loaded of [root, election, nestjs, dashboard]) {
       expect(loaded.entities).toEqual(['ElectionCandidate', 'ElectionLeader', 'ElectionHistory']);
       expect(loaded.migrations).toEqual(['GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000']);
     }
@@ -143,11 +145,14 @@ describe('package entry points (child processes in the repo root)', () => {
       expect.arrayContaining(['createPrometheusMetrics', 'createOpenTelemetryMetrics', 'instrumentElector', 'METRIC_NAMES', 'DEFAULT_ELECT_DURATION_BUCKETS']),
     );
     expect((await probes.nestjs).exports).toEqual(
-      expect.arrayContaining(['ElectionModule', 'LeaderOnly', 'ElectionHealthIndicator', 'ElectionService', 'LeaderElector', 'GemstoneDB']),
+      expect.arrayContaining(['ElectionModule', 'LeaderOnly', 'ElectionHealthIndicator', 'ElectionService', 'LeaderElector', 'GemstoneDB', 'DEFAULT_DASHBOARD_PATH']),
+    );
+    expect((await probes.dashboard).exports).toEqual(
+      expect.arrayContaining(['createDashboard', 'serveDashboard', 'CONTENT_SECURITY_POLICY', 'DEFAULT_DASHBOARD_PORT', 'MAX_PAGE_SIZE', 'MAX_TIMELINE_TERMS']),
     );
   });
 
-  test('gemstone-utils, /db, /election and /metrics load no @nestjs package; /nestjs loads Nest but not terminus until a health check runs', async () => {
+  test('gemstone-utils, /db, /election, /metrics and /dashboard load no @nestjs package; /nestjs loads Nest but not terminus until a health check runs', async () => {
     const result = await nestLoads;
     expect({ code: result.code, stderr: result.stderr }).toMatchObject({ code: 0 });
     const loads = JSON.parse(result.stdout) as { core: string[]; nestjs: string[] };
@@ -175,11 +180,11 @@ describe('package entry points (child processes in the repo root)', () => {
 });
 
 describe('package.json', () => {
-  test('is named gemstone-utils and maps ".", "./db", "./election", "./metrics", "./nestjs" to built JS with declarations', () => {
+  test('is named gemstone-utils and maps ".", "./db", "./election", "./metrics", "./nestjs", "./dashboard" to built JS with declarations', () => {
     expect(manifest.name).toBe('gemstone-utils');
-    expect(Object.keys(manifest.exports)).toEqual(expect.arrayContaining(['.', './db', './election', './metrics', './nestjs']));
+    expect(Object.keys(manifest.exports)).toEqual(expect.arrayContaining(['.', './db', './election', './metrics', './nestjs', './dashboard']));
     const files = [manifest.main, manifest.types];
-    for (const entry of ['.', './db', './election', './metrics', './nestjs']) {
+    for (const entry of ['.', './db', './election', './metrics', './nestjs', './dashboard']) {
       const target = manifest.exports[entry] as { types?: string; default?: string };
       expect(target.types).toMatch(/^\.\/dist\/.*\.d\.ts$/);
       expect(target.default).toMatch(/^\.\/dist\/.*\.js$/);

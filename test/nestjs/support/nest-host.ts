@@ -44,6 +44,8 @@ export interface AppSpec {
   readonly config: 'static' | 'async';
   /** `app.enableShutdownHooks()`: SIGTERM closes the application (and ends the process). */
   readonly shutdownHooks?: boolean;
+  /** The module's `logLeadership` option; absent: the module's default. */
+  readonly logLeadership?: boolean;
 }
 
 export type HostCommand =
@@ -132,6 +134,10 @@ class BootstrapProbe implements OnModuleInit, OnApplicationBootstrap, BeforeAppl
 
   async onApplicationBootstrap(): Promise<void> {
     const { app, spec } = this;
+    // Subscribed after ElectionModule's own hook started the elector (its module is imported, so
+    // its hooks run first): the first election has happened already.
+    this.elector.on('elected', (lease) => send('late-elected', { app, term: lease.term }));
+    this.elector.onLeadership((lease) => send('late-leadership', { app, term: lease.term, aborted: lease.signal.aborted }));
     this.own = new LeaderElector({ dataSource: this.dataSource, ns: `${spec.ns}-own`, expireSeconds: spec.expireSeconds, intervalMs: spec.intervalMs });
     this.own.on('error', (error) => send('own-elector-error', { app, message: error.message }));
     await this.own.start();
@@ -180,7 +186,12 @@ function typeOrm(db: DataSourceOptions, spec: AppSpec, name?: string): DynamicMo
 
 function appModule(spec: AppSpec): DynamicModule {
   const connectionName = spec.electionDb ? 'election' : undefined;
-  const electionOptions = { ns: spec.ns, expireSeconds: spec.expireSeconds, intervalMs: spec.intervalMs };
+  const electionOptions = {
+    ns: spec.ns,
+    expireSeconds: spec.expireSeconds,
+    intervalMs: spec.intervalMs,
+    ...(spec.logLeadership === undefined ? {} : { logLeadership: spec.logLeadership }),
+  };
   const election =
     spec.config === 'static'
       ? ElectionModule.forRoot({ ...electionOptions, ...(connectionName ? { connectionName } : {}) })
@@ -192,6 +203,7 @@ function appModule(spec: AppSpec): DynamicModule {
             ns: config.get<string>('ELECTION_NS'),
             expireSeconds: config.get<number>('ELECTION_EXPIRE_SECONDS'),
             intervalMs: config.get<number>('ELECTION_INTERVAL_MS'),
+            ...(spec.logLeadership === undefined ? {} : { logLeadership: spec.logLeadership }),
           }),
         });
   @Module({})
@@ -216,9 +228,14 @@ function appModule(spec: AppSpec): DynamicModule {
   };
 }
 
-/** Nest's warnings and errors (a failing job, an elector error without listener) reach the test. */
+/**
+ * Nest's warnings and errors (a failing job, an elector error without listener) reach the test,
+ * and so do ElectionModule's own log lines (its leadership log).
+ */
 const logger: LoggerService = {
-  log: () => undefined,
+  log: (message: unknown, context?: unknown) => {
+    if (context === 'ElectionModule') send('module-log', { message: String(message) });
+  },
   debug: () => undefined,
   verbose: () => undefined,
   warn: (message: unknown) => send('nest-log', { level: 'warn', message: String(message) }),

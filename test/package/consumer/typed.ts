@@ -1,10 +1,11 @@
 // A user's TypeScript file, type-checked by test/package/consumer.test.ts inside a scratch project
 // that installed the packed tarball, under strict settings and every module resolution mode.
-// It uses the three entry points the way docs/api.md shows them.
+// It uses the entry points the way docs/api.md shows them.
 import type { DataSource, EntityManager } from 'typeorm';
 import { ElectionService, GemstoneDB, LeaderElector, type Lease, type LeaderInfo } from 'gemstone-utils';
 import { initDb, withTransaction, type InitDbOptions } from 'gemstone-utils/db';
 import { NotLeaderError, assertLeader, type ElectOutcome } from 'gemstone-utils/election';
+import { createDashboard, serveDashboard, type Dashboard, type DashboardServer } from 'gemstone-utils/dashboard';
 
 export async function consumer(): Promise<LeaderInfo | null> {
   const options: InitDbOptions = { createTables: true };
@@ -27,6 +28,9 @@ export async function consumer(): Promise<LeaderInfo | null> {
   await elector.start();
   await elector.stop();
   const failure: unknown = new Error('x');
+  const dashboard: Dashboard = createDashboard({ dataSource, authorize: (request) => request.headers['x-ops'] === 'yes' || 'unauthenticated' });
+  const server: DashboardServer = await serveDashboard({ dataSource, port: 0 });
+  await Promise.all([dashboard.close(), server.close()]);
   void [registered, outcome.term, failure instanceof NotLeaderError];
   return service.getLeader({ ns: 'jobs' });
 }
