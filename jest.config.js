@@ -21,12 +21,14 @@ module.exports = {
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.jest.json' }] },
   moduleNameMapper: {
     '^gemstone-utils$': '<rootDir>/dist/src/index.js',
-    '^gemstone-utils/(db|election|metrics|nestjs)$': '<rootDir>/dist/src/$1/index.js',
+    '^gemstone-utils/(db|election|metrics|nestjs|dashboard)$': '<rootDir>/dist/src/$1/index.js',
     ...(sqlite3v5 ? { '^sqlite3$': '<rootDir>/node_modules/sqlite3-v5' } : {}),
     ...(line03 ? { '^typeorm$': '<rootDir>/node_modules/typeorm03', '^typeorm/(.*)$': '<rootDir>/node_modules/typeorm03/$1' } : {}),
   },
   globalSetup: '<rootDir>/test/support/global-setup.js',
   setupFiles: ['<rootDir>/test/support/setup.js'],
+  // Names the sender of a statement on a destroyed DataSource (see the file).
+  setupFilesAfterEnv: ['<rootDir>/test/support/after-destroy.js'],
   testTimeout: 60_000,
   // Database-bound tests wait on I/O more than CPU: more workers than the 2 cores pays off.
   maxWorkers: process.env.JEST_MAX_WORKERS || 4,

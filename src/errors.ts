@@ -151,3 +151,22 @@ export class SessionRequiredError extends GemstoneError {
     );
   }
 }
+
+/**
+ * The database that a URL or DataSource names does not exist on its server (PostgreSQL 3D000,
+ * MySQL/MariaDB 1049). `initDb` creates the election tables, never a database. `cause` is the
+ * driver's error.
+ */
+export class DatabaseNotFoundError extends GemstoneError {
+  /** The missing database's name. */
+  readonly database: string;
+
+  constructor(database: string, createStatement: string, options?: { cause?: unknown }) {
+    super(
+      `database ${JSON.stringify(database)} does not exist: create it first (${createStatement}) or point the URL or ` +
+        'DataSource at an existing database; gemstone-utils creates its tables, never the database.',
+      options,
+    );
+    this.database = database;
+  }
+}

@@ -134,9 +134,12 @@ async function startPostgres() {
 
 /**
  * Starts a private MariaDB server (root with an empty password over TCP, database `test`).
+ * `serverArgs` are added to the server's command line (e.g. `--autocommit=0`, `--sql-mode=…`: a
+ * server default the shared server must not be given).
+ * @param {{ serverArgs?: string[] }} [options]
  * @returns {Promise<PrivateServer>}
  */
-async function startMariadb() {
+async function startMariadb(options = {}) {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-private-mariadb-'));
   const data = path.join(dir, 'data');
@@ -153,6 +156,7 @@ async function startMariadb() {
     '--user=root',
     '--innodb-flush-log-at-trx-commit=0',
     '--skip-log-bin',
+    ...(options.serverArgs ?? []),
   ];
   // Detached and with no inherited output, so a test runner never waits on the server's pipes.
   const start = `setsid /usr/sbin/mariadbd ${args.map(sq).join(' ')} </dev/null >>${sq(path.join(dir, 'server.out'))} 2>&1 &`;

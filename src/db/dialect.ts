@@ -28,6 +28,13 @@ export interface Dialect {
   upsert(keys: readonly string[], columns: readonly string[]): RawSql;
   /** Whether `SELECT … FOR UPDATE` exists; SQLite relies on its database write lock instead. */
   readonly rowLocks: boolean;
+  /**
+   * Whether the server pushes notifications to a listening connection (PostgreSQL LISTEN/NOTIFY):
+   * an observer then learns of a lease change at once instead of at its next poll.
+   */
+  readonly notifications: boolean;
+  /** `LIMIT count OFFSET offset`, both bound as parameters (whole numbers >= 0). */
+  limit(count: number, offset?: number): SqlFragment;
   /** Deadlock or serialization failure: the whole transaction may be retried. */
   isRetryableConflict(error: unknown): boolean;
   /**
@@ -62,6 +69,8 @@ const postgres: Dialect = {
   upsert: (keys, columns) =>
     raw(`ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${columns.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`),
   rowLocks: true,
+  notifications: true,
+  limit: (count, offset = 0) => sql`LIMIT ${count} OFFSET ${offset}`,
   isRetryableConflict: (error) => ['40P01', '40001'].includes(String(driverError(error).code)),
   isTransactionAbort: (error) => ['40P01', '40001'].includes(String(driverError(error).code)),
   isUniqueViolation: (error) => driverError(error).code === '23505',
@@ -81,6 +90,10 @@ const mysql: Dialect = {
   insertIfAbsent: (keys) => raw(`ON DUPLICATE KEY UPDATE ${keys[0]} = ${keys[0]}`),
   upsert: (_keys, columns) => raw(`ON DUPLICATE KEY UPDATE ${columns.map((c) => `${c} = VALUES(${c})`).join(', ')}`),
   rowLocks: true,
+  notifications: false,
+  // MySQL 8 refuses a LIMIT parameter sent as a double (mysql2's type for every number) in a
+  // server-side prepared statement; as text it is taken.
+  limit: (count, offset = 0) => sql`LIMIT ${String(count)} OFFSET ${String(offset)}`,
   // 1213: deadlock; 1205: lock wait timeout (the transaction is rolled back only partially: retry
   // whole); 1020: MariaDB's "record has changed since last read" under innodb_snapshot_isolation.
   isRetryableConflict: (error) => [1213, 1205, 1020].includes(Number(driverError(error).errno)),
@@ -95,7 +108,8 @@ const sqlite: Dialect = {
   placeholders: 'question',
   // The same UTC text form TypeORM writes for datetime columns, so text comparison is time order.
   now: raw(SQLITE_INSTANT),
-  nowPlus: (seconds) => sql`strftime('%Y-%m-%d %H:%M:%f', 'now', ${`+${seconds.toFixed(3)} seconds`})`,
+  // '+-600.000 seconds' is no modifier (NULL): a negative amount carries its own sign.
+  nowPlus: (seconds) => sql`strftime('%Y-%m-%d %H:%M:%f', 'now', ${`${seconds < 0 ? '' : '+'}${seconds.toFixed(3)} seconds`})`,
   instant: (column) => raw(column),
   parseInstant: (value) => {
     if (value === null || value === undefined) return null;
@@ -106,6 +120,8 @@ const sqlite: Dialect = {
   upsert: (keys, columns) =>
     raw(`ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${columns.map((c) => `${c} = excluded.${c}`).join(', ')}`),
   rowLocks: false,
+  notifications: false,
+  limit: (count, offset = 0) => sql`LIMIT ${count} OFFSET ${offset}`,
   isRetryableConflict: (error) => {
     const { code, message } = driverError(error);
     // Another connection holds the write lock past busy_timeout, or (same connection, another

@@ -22,5 +22,6 @@ export {
   UnsupportedConfigurationError,
   SqliteTransactionOpenError,
   SessionRequiredError,
+  DatabaseNotFoundError,
 } from '../errors';
 export { DEFAULT_SQLITE_WAIT_MS } from './sqlite-atomic';

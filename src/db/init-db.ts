@@ -1,8 +1,9 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { checkNaming } from './naming';
-import { EntitiesNotRegisteredError, UnsupportedDatabaseError, ValidationError } from '../errors';
+import { EntitiesNotRegisteredError, UnsupportedDatabaseError, ValidationError, type DatabaseNotFoundError } from '../errors';
 import { contextOf } from './context';
 import { setDataSource } from './default-data-source';
+import { explainMissingDatabase } from './missing-database';
 import { installPluginTables } from './plugin-tables';
 import { entityName, GemstoneDB } from './registry';
 import { backoff, execute, sleep } from './session';
@@ -109,7 +110,9 @@ async function initialize(dataSource: DataSource): Promise<void> {
   let pending = initializations.get(dataSource);
   if (!pending) {
     dataSource.setOptions({ entities: withRegisteredEntities(dataSource.options.entities) } as Partial<DataSourceOptions>);
-    pending = initializeRetryingBusy(dataSource);
+    pending = initializeRetryingBusy(dataSource).catch((error: unknown) => {
+      throw explainMissingDatabase(dataSource, error);
+    });
     initializations.set(dataSource, pending);
     pending.catch(() => initializations.delete(dataSource));
   }
@@ -140,6 +143,8 @@ async function ensureSqliteBusyTimeout(dataSource: DataSource): Promise<void> {
  *   {@link DEFAULT_DB_URL} (an embedded SQLite file in the working directory).
  * - An already initialized DataSource must list the registered entities
  *   (`...GemstoneDB.entities`), else {@link EntitiesNotRegisteredError}.
+ * - A database the URL or options name that does not exist on its server is a
+ *   {@link DatabaseNotFoundError} (it creates tables, never the database).
  * - Several processes may call it on the same fresh database at once.
  */
 export async function initDb(target?: InitDbTarget, options: InitDbOptions = {}): Promise<DataSource> {

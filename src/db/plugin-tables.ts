@@ -1,5 +1,6 @@
 import type { DataSource, EntityMetadata, QueryRunner } from 'typeorm';
 import { contextOf } from './context';
+import { endImplicitTransaction } from './mysql-session';
 import { GemstoneDB, RegisteredEntity } from './registry';
 import { execute } from './session';
 import { sql } from './sql';
@@ -158,6 +159,11 @@ async function install(dataSource: DataSource, metadatas: readonly EntityMetadat
       }
     }
   } finally {
-    await runner.release();
+    try {
+      // MySQL/MariaDB with autocommit off: the lookups opened a transaction; the connection goes back to the pool without it.
+      if (context.dialect.name === 'mysql') await endImplicitTransaction(dataSource, runner);
+    } finally {
+      await runner.release();
+    }
   }
 }

@@ -1,6 +1,8 @@
 import { DataSource, EntityManager, QueryFailedError, QueryRunner } from 'typeorm';
 import { SerializationFailureError, ValidationError } from '../errors';
 import { contextOf, DbContext } from './context';
+import { endImplicitTransaction, mysqlSessionFacts, runMysql } from './mysql-session';
+import { assertRunCurrent, inRun } from './run-guard';
 import { bind, PreparedSql, render, sql, SqlFragment } from './sql';
 import { outsideTransactions, ownSqliteTransaction } from './sqlite-atomic';
 
@@ -57,10 +59,46 @@ export async function execute<T = Record<string, unknown>>(
   manager: EntityManager,
   statement: SqlFragment,
 ): Promise<T[]> {
-  const { text, values } = render(statement, context.dialect.placeholders);
-  const result: unknown = await manager.query(text, [...values]);
+  const result = await executeRaw(context, manager, statement);
   // Drivers answer writes with counts or [rows, count]; callers of writes ignore the result.
   return (Array.isArray(result) ? result : []) as T[];
+}
+
+/**
+ * {@link execute}, returning what the driver answered (for writes whose affected-row count
+ * matters). MySQL/MariaDB: on the manager's QueryRunner, with values as server-side parameters
+ * (see `mysql-session.ts`); the DataSource's own manager borrows a pooled connection for the
+ * statement, as {@link withManager} does.
+ */
+export async function executeRaw(context: DbContext, manager: EntityManager, statement: SqlFragment): Promise<unknown> {
+  if (context.dialect.name === 'mysql') {
+    const runner = manager.queryRunner;
+    if (runner) return runMysql(context.dataSource, runner, statement);
+    return withManager(context.dataSource, undefined, (m) => executeRaw(context, m, statement));
+  }
+  const { text, values } = render(statement, context.dialect.placeholders);
+  return sendQuery(context, manager, text, values);
+}
+
+/**
+ * Sends one statement on `manager`, as `manager.query` does. Inside a loop's run (see
+ * `run-guard.ts`) the connection is taken first — a pool may make the call wait for a free one —
+ * and the run checked again before the statement goes: a wait for a connection never ends in a
+ * statement sent after the loop stopped. (MySQL/MariaDB statements go through `runMysql`, which
+ * does the same.)
+ */
+async function sendQuery(context: DbContext, manager: EntityManager, text: string, values: readonly unknown[]): Promise<unknown> {
+  assertRunCurrent();
+  if (!inRun() || context.dialect.name === 'sqlite') return manager.query(text, [...values]);
+  const own = manager.queryRunner ? undefined : context.dataSource.createQueryRunner();
+  const runner = manager.queryRunner ?? own!;
+  try {
+    await runner.connect();
+    assertRunCurrent();
+    return await runner.query(text, [...values]);
+  } finally {
+    if (own) await own.release();
+  }
 }
 
 /** @internal */
@@ -100,6 +138,7 @@ export async function inTransaction<T>(
   const retries = options.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
   let uniqueRetried = options.retryUniqueViolation === false;
   for (let attempt = 0; ; attempt++) {
+    assertRunCurrent();
     try {
       return await (context.dialect.name === 'sqlite'
         ? ownSqliteTransaction(dataSource, (r) => work(r.manager, context))
@@ -125,12 +164,14 @@ export async function inTransaction<T>(
 /**
  * Runs `work` — ONE statement — without an explicit transaction (the statement is its own), on
  * the session's connection or a pooled one; inside the caller's transaction when it has one.
- * Retries conflicts like {@link inTransaction}, except inside the caller's transaction.
+ * Retries conflicts like {@link inTransaction} (`options.conflictRetries` times), except inside
+ * the caller's transaction.
  */
 export async function inOneStatement<T>(
   dataSource: DataSource,
   session: Session | undefined,
   work: (manager: EntityManager, context: DbContext) => Promise<T>,
+  options: Pick<TransactionOptions, 'conflictRetries'> = {},
 ): Promise<T> {
   const runner = runnerOf(session);
   const context = contextOf(dataSource);
@@ -138,12 +179,14 @@ export async function inOneStatement<T>(
   // A statement outside a transaction runs at the connection's default isolation; when that is
   // not READ COMMITTED (e.g. `default_transaction_isolation = serializable`) the statement gets
   // an explicit READ COMMITTED transaction of its own instead.
-  if (!(await defaultIsReadCommitted(context))) return inTransaction(dataSource, session, work);
+  if (!(await defaultIsReadCommitted(context))) return inTransaction(dataSource, session, work, options);
+  const retries = options.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
   for (let attempt = 0; ; attempt++) {
+    assertRunCurrent();
     try {
       return await withManager(dataSource, session, work);
     } catch (error) {
-      if (attempt >= DEFAULT_CONFLICT_RETRIES || !context.dialect.isRetryableConflict(error)) throw error;
+      if (attempt >= retries || !context.dialect.isRetryableConflict(error)) throw error;
       await sleep(backoff(attempt));
     }
   }
@@ -240,10 +283,13 @@ export async function executeBound<T = Record<string, unknown>>(
 ): Promise<T[]> {
   const { dataSource } = context;
   const { name, text, values } = bind(prepared, args);
+  assertRunCurrent();
   if (manager.queryRunner === undefined && manager === dataSource.manager && namedStatements.get(dataSource) === true) {
     const runner = dataSource.createQueryRunner();
     try {
       const client = (await runner.connect()) as { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows?: T[] }> };
+      // Taking the connection may have waited (see sendQuery).
+      assertRunCurrent();
       dataSource.logger.logQuery(text, values, runner);
       try {
         const result = await client.query({ name, text, values });
@@ -259,7 +305,7 @@ export async function executeBound<T = Record<string, unknown>>(
       await runner.release();
     }
   }
-  const result: unknown = await manager.query(text, values);
+  const result: unknown = await sendQuery(context, manager, text, values);
   return (Array.isArray(result) ? result : []) as T[];
 }
 
@@ -286,10 +332,35 @@ export async function withManager<T>(
   const runner = runnerOf(session);
   const context = contextOf(dataSource);
   if (runner?.isTransactionActive) return inCallersTransaction(context, () => work(runner.manager, context));
+  assertRunCurrent();
+  if (context.dialect.name === 'mysql') return mysqlOutsideTransaction(context, runner, (r) => work(r.manager, context));
   if (runner) return work(runner.manager, context);
   // SQLite: never read another transaction's uncommitted rows on the shared connection.
   if (context.dialect.name === 'sqlite') return outsideTransactions(dataSource, () => work(dataSource.manager, context));
   return work(dataSource.manager, context);
+}
+
+/**
+ * MySQL/MariaDB, outside any transaction of the caller's: runs `work` on the session's connection
+ * or one borrowed from the pool (one connection for all its statements). A statement there is
+ * its own transaction, except on a connection whose session has autocommit off (it would open a
+ * transaction and leave it open, holding its snapshot and locks, also after the connection went
+ * back to the pool) or reads uncommitted rows (READ UNCOMMITTED): there `work` runs in the
+ * library's own READ COMMITTED transaction instead.
+ */
+async function mysqlOutsideTransaction<T>(
+  context: DbContext,
+  sessionRunner: QueryRunner | undefined,
+  work: (runner: QueryRunner) => Promise<T>,
+): Promise<T> {
+  const runner = sessionRunner ?? context.dataSource.createQueryRunner();
+  try {
+    const facts = await mysqlSessionFacts(context.dataSource, runner);
+    if (facts.autocommit && !facts.readUncommitted) return await work(runner);
+    return await ownTransaction(context, runner, () => work(runner));
+  } finally {
+    if (!sessionRunner) await runner.release();
+  }
 }
 
 async function ownTransaction<T>(
@@ -297,11 +368,20 @@ async function ownTransaction<T>(
   sessionRunner: QueryRunner | undefined,
   work: (manager: EntityManager) => Promise<T>,
 ): Promise<T> {
+  assertRunCurrent();
   const runner = sessionRunner ?? context.dataSource.createQueryRunner();
   try {
+    // Taking the connection may wait for a free one: the run is checked again before BEGIN.
+    await runner.connect();
+    assertRunCurrent();
+    // MySQL/MariaDB, autocommit off: whatever earlier statements left open on this connection
+    // ends first, so the isolation level can be set and the snapshot is taken now.
+    if (context.dialect.name === 'mysql') await endImplicitTransaction(context.dataSource, runner);
     await runner.startTransaction(context.dialect.name === 'sqlite' ? undefined : OWN_ISOLATION_LEVEL);
     try {
       const result = await work(runner.manager);
+      // A run that ended meanwhile commits nothing more: the ROLLBACK below ends the transaction.
+      assertRunCurrent();
       await runner.commitTransaction();
       return result;
     } catch (error) {

@@ -61,8 +61,11 @@ export interface BoundSql extends Sql {
   readonly name: string;
 }
 
-/** `$1, $2, …` for PostgreSQL; `?` for MySQL/MariaDB and SQLite. */
-export type PlaceholderStyle = 'dollar' | 'question';
+/**
+ * `$1, $2, …` for PostgreSQL; `?` for MySQL/MariaDB and SQLite; or a function that writes the
+ * reference to the value at a (1-based) position, for values bound elsewhere than in the statement.
+ */
+export type PlaceholderStyle = 'dollar' | 'question' | ((position: number) => string);
 
 /** Renders a fragment (and the fragments inside it) into text with placeholders, plus values. */
 export function render(fragment: SqlFragment, style: PlaceholderStyle): Sql {
@@ -74,7 +77,7 @@ export function render(fragment: SqlFragment, style: PlaceholderStyle): Sql {
       else if (part instanceof SqlFragment) text += walk(part);
       else {
         values.push(part);
-        text += style === 'dollar' ? `$${values.length}` : '?';
+        text += style === 'dollar' ? `$${values.length}` : style === 'question' ? '?' : style(values.length);
       }
       text += f.strings[i + 1] ?? '';
     });

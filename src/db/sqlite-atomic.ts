@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'async_hooks';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { SessionRequiredError, SqliteTransactionOpenError } from '../errors';
+import { assertRunCurrent } from './run-guard';
 import { render, SqlFragment } from './sql';
 
 /**
@@ -17,9 +18,10 @@ export const DEFAULT_SQLITE_WAIT_MS = 5000;
  * never opens its transaction while another one is open (it waits), and runs its transaction as
  * ONE step nobody can slip a statement into:
  * - better-sqlite3 is synchronous: BEGIN IMMEDIATE … COMMIT run in one turn of the event loop.
- * - sqlite3 is asynchronous but queues statements in order: BEGIN IMMEDIATE … COMMIT are queued
- *   at once inside `db.serialize()`, so whatever the application sends later runs after COMMIT.
- *   Decisions must then be made by the SQL itself (see `election/sqlite-programs.ts`).
+ * - sqlite3 is asynchronous but runs the statements sent to a connection in order: the whole
+ *   transaction, BEGIN IMMEDIATE … COMMIT, is ONE `exec` (see `queueAtomic`), so whatever the
+ *   application sends later runs after it. Decisions must then be made by the SQL itself (see
+ *   `election/sqlite-programs.ts`).
  */
 
 /** The parts of a better-sqlite3 `Database` the library uses. */
@@ -72,6 +74,8 @@ function prepared(db: BetterSqliteDatabase, text: string): BetterSqliteStatement
 interface Sqlite3Database {
   serialize(work?: () => void): void;
   all(text: string, values: unknown[], callback: (error: Error | null, rows: unknown[]) => void): void;
+  /** `sqlite3_exec`: runs the statements of `text` one after the other and stops at the first that fails. */
+  exec(text: string, callback: (error: Error | null) => void): void;
 }
 
 type Rows = Record<string, unknown>[];
@@ -126,7 +130,10 @@ export async function whenNoTransaction<T>(dataSource: DataSource, waitMs: numbe
   for (let attempt = 0; transactionOpen(dataSource); attempt++) {
     if (Date.now() - since >= waitMs) throw new SqliteTransactionOpenError(waitMs);
     await sleep(Math.min(25, 1 + attempt * 2));
+    // Waiting for someone else's transaction must not outlive the loop that asked.
+    assertRunCurrent();
   }
+  assertRunCurrent();
   return start();
 }
 
@@ -201,15 +208,6 @@ function busyBackoff(attempt: number): number {
   return 1 + Math.random() * Math.min(4, 1 + attempt);
 }
 
-/**
- * sqlite3: jittered wait before retry `attempt` of a busy database, 5 ms doubling to 250 ms. Its
- * attempts are not cheap: a failed one still runs its queued statements one by one (see
- * `queueSerialized`), so retrying as often as on better-sqlite3 would crowd the connection.
- */
-function queuedBusyBackoff(attempt: number): number {
-  return Math.min(250, 5 * 2 ** attempt) * (0.5 + Math.random());
-}
-
 export interface ProgramOptions {
   /** Run the statements in one BEGIN IMMEDIATE … COMMIT (false: reads that change nothing). */
   readonly transaction: boolean;
@@ -275,6 +273,7 @@ function loggerOf(dataSource: DataSource): Log {
 async function retryWhileBusy<T>(waitMs: number, attempt: () => Promise<T>, backoff: (attempt: number) => number = busyBackoff): Promise<T> {
   const since = Date.now();
   for (let tries = 0; ; tries++) {
+    assertRunCurrent();
     try {
       return await attempt();
     } catch (error) {
@@ -297,6 +296,7 @@ export function runSyncStep<T>(dataSource: DataSource, work: (step: SyncStep) =>
   try {
     refuseInsideTransactionScope(dataSource);
     if (!db) throw new Error('gemstone-utils: runSyncStep needs a better-sqlite3 DataSource');
+    assertRunCurrent();
   } catch (error) {
     return Promise.reject(error);
   }
@@ -317,9 +317,10 @@ export function runSyncStep<T>(dataSource: DataSource, work: (step: SyncStep) =>
 
 /**
  * Runs `statements` on the DataSource's shared connection as one uninterruptible step, in a
- * transaction of their own (`transaction: true`), once no other transaction is open; returns
- * each statement's rows (empty for writes). Another connection (another DataSource or process)
- * holding the write lock is waited for asynchronously, up to the same limit.
+ * transaction of their own (`transaction: true`) that commits whole or changes nothing, once no
+ * other transaction is open; returns each statement's rows (empty for writes). Another
+ * connection (another DataSource or process) holding the write lock is waited for
+ * asynchronously, up to the same limit: a busy attempt changed nothing and is run again.
  */
 export async function runProgram(
   dataSource: DataSource,
@@ -331,13 +332,15 @@ export async function runProgram(
   }
   refuseInsideTransactionScope(dataSource);
   const waitMs = options.waitMs ?? DEFAULT_SQLITE_WAIT_MS;
-  const rendered = statements.map((s) => render(s, 'question'));
+  const rendered = options.transaction ? [] : statements.map((s) => render(s, 'question'));
   const log = loggerOf(dataSource);
   const sqlite3 = connectionOf(dataSource) as Sqlite3Database;
   return retryWhileBusy(waitMs, async () => {
     const busyTimeout = await readBusyTimeout(sqlite3);
-    return await (await whenNoTransaction(dataSource, waitMs, () => queueSerialized(sqlite3, rendered, options.transaction, busyTimeout, log)));
-  }, queuedBusyBackoff);
+    return await (await whenNoTransaction(dataSource, waitMs, () =>
+      options.transaction ? queueAtomic(sqlite3, statements, busyTimeout, log) : queueReads(sqlite3, rendered, busyTimeout, log),
+    ));
+  });
 }
 
 interface Log {
@@ -416,56 +419,149 @@ function readBusyTimeout(db: Sqlite3Database): Promise<number> {
   );
 }
 
-function queueSerialized(
-  db: Sqlite3Database,
-  rendered: readonly { text: string; values: readonly unknown[] }[],
-  transaction: boolean,
-  busyTimeout: number,
-  log: Log,
-): Promise<Rows[]> {
+/**
+ * sqlite3, statements that only read: queued at once, each on its own (nothing to keep together).
+ * busy_timeout is 0 meanwhile (see {@link queueAtomic}).
+ */
+function queueReads(db: Sqlite3Database, rendered: readonly { text: string; values: readonly unknown[] }[], busyTimeout: number, log: Log): Promise<Rows[]> {
   const results: Rows[] = rendered.map(() => []);
   let failure: unknown;
   return new Promise<Rows[]>((resolve, reject) => {
-    const finish = () => (failure === undefined ? resolve(results) : reject(failure));
-    const step = (text: string, values: readonly unknown[], onRows: (rows: Rows) => void, last: boolean, logged = true) => {
-      if (logged) log.sent(text, values);
-      db.all(text, [...values], (error, rows) => {
-        if (error && logged) log.error(error, text, values);
-        if (error && failure === undefined) failure = error;
-        else if (!error) onRows(rows as Rows);
-        if (last) finish();
-      });
-    };
-    // Everything is queued now, in one turn: statements the application sends later run after
-    // COMMIT — provided the connection runs statements in the order they were sent. In its
-    // default (parallel) mode node-sqlite3 lets a later statement start between two statements
-    // of a serialize() block, so the library switches the connection to serialized mode for
-    // good (`serialize()` without a callback): one connection runs one statement at a time
-    // anyway, so the application loses nothing.
-    //
-    // node-sqlite3 cannot skip queued statements when one fails, so each statement of a program
-    // is correct on its own (conditional writes, idempotent inserts); a failed BEGIN (the
-    // database is busy) is reported and the call retried, and COMMIT then fails harmlessly.
     db.serialize();
-    //
-    // busy_timeout is 0 meanwhile: a wait for another connection's lock would occupy one of
-    // libuv's few threadpool threads, and enough of them waiting starve the holder's COMMIT of a
-    // thread (every DataSource on the file in this process stalls for busy_timeout). A busy
-    // database is retried asynchronously instead; the application's value is restored last.
-    const ignore = () => undefined;
     db.serialize(() => {
-      step('PRAGMA busy_timeout = 0', [], ignore, false, false);
-      if (transaction) step('BEGIN IMMEDIATE', [], ignore, false);
-      rendered.forEach(({ text, values }, i) => step(text, values, (rows) => (results[i] = rows), false));
-      if (transaction) {
-        step('COMMIT', [], ignore, false);
-        // A COMMIT that failed (busy: another connection still reads) leaves the transaction
-        // open, and the next program's BEGIN would fail inside it. This ROLLBACK, queued right
-        // behind, ends it before anything else runs on the connection; after a successful
-        // COMMIT it fails harmlessly ("no transaction is active") and is not reported.
-        db.all('ROLLBACK', [], ignore);
+      db.all('PRAGMA busy_timeout = 0', [], ignore);
+      rendered.forEach(({ text, values }, i) => {
+        log.sent(text, values);
+        db.all(text, [...values], (error, rows) => {
+          if (error) log.error(error, text, values);
+          if (error) failure ??= error;
+          else results[i] = rows as Rows;
+        });
+      });
+      db.all(`PRAGMA busy_timeout = ${Math.floor(busyTimeout)}`, [], () => (failure === undefined ? resolve(results) : reject(failure)));
+    });
+  });
+}
+
+const ignore = () => undefined;
+
+/** Values per temporary table of a program's arguments (one column each): far below SQLite's limits on columns and on variables. */
+const ARGUMENTS_PER_TABLE = 500;
+
+/** Numbers the sqlite3 programs of this process: their temporary tables are never reused, so never read stale. */
+let programs = 0;
+
+/** Marks, inside the library's own transaction, that the transaction is the library's (see {@link queueAtomic}). */
+const PROGRAM_SAVEPOINT = 'gemstone_program';
+
+/** Whether a statement returns rows (its rows are kept in a temporary table, see {@link queueAtomic}). */
+function returnsRows(text: string): boolean {
+  return /^\s*(SELECT|WITH)\b/i.test(text);
+}
+
+/**
+ * sqlite3: runs `statements` as ONE transaction that either commits whole or changes nothing, and
+ * returns each statement's rows.
+ *
+ * node-sqlite3 runs every queued statement whatever became of the one before it: a program queued
+ * as separate statements after a BEGIN that failed (the database busy) ran them one by one outside
+ * any transaction. So the transaction is ONE `exec` — `BEGIN IMMEDIATE; …; COMMIT` — and
+ * `sqlite3_exec` stops at the first statement that fails: after a failed BEGIN nothing runs, and
+ * after a failure further on (a statement, COMMIT busy) nothing more does. The ROLLBACK queued right
+ * behind it then ends the transaction if it is still open — but only the library's: it starts with
+ * `ROLLBACK TO` the savepoint the program set after its BEGIN, which fails, ending the `exec`,
+ * when the BEGIN did not run (or COMMIT did).
+ *
+ * `exec` binds no values and returns no rows, and values are never written into SQL text: they are
+ * bound by the statements queued before it, which create temporary tables of one row holding them
+ * (each table created whole or not at all), and each value in the program is a subquery of its
+ * table (`+` keeps it without affinity, as a bound value is). A program whose tables are missing
+ * fails at its first reference to them. Each statement that returns rows creates a temporary table
+ * of them instead, read after COMMIT (within the transaction, so created only if it commits).
+ * Every temporary table belongs to this program alone and is dropped at its end.
+ *
+ * All of it is queued in one turn, the connection in serialized mode (statements run in the order
+ * sent: in its default mode node-sqlite3 may start a statement before the previous one finished,
+ * so the library switches the connection to serialized mode for good; one connection runs one
+ * statement at a time anyway, so the application loses nothing). Nothing the application sends
+ * can run inside the transaction, and the transaction never runs inside one of the application's:
+ * its BEGIN would fail.
+ *
+ * busy_timeout is 0 meanwhile: a wait for another connection's lock would occupy one of libuv's few
+ * threadpool threads, and enough of them waiting starve the holder's COMMIT of a thread (every
+ * DataSource on the file in this process stalls for busy_timeout). A busy database is retried
+ * asynchronously instead; the application's value is restored last.
+ */
+function queueAtomic(db: Sqlite3Database, statements: readonly SqlFragment[], busyTimeout: number, log: Log): Promise<Rows[]> {
+  const program = ++programs;
+  const argumentTable = (chunk: number) => `gemstone_program_${program}_arguments_${chunk}`;
+  const rowsTable = (index: number) => `gemstone_program_${program}_rows_${index}`;
+  const values: unknown[] = [];
+  const body: string[] = [];
+  const logged: { text: string; values: readonly unknown[] }[] = [];
+  const reads: number[] = [];
+  statements.forEach((statement, index) => {
+    const offset = values.length;
+    const { text, values: own } = render(statement, (position) => {
+      const at = offset + position - 1;
+      return `(SELECT +a${(at % ARGUMENTS_PER_TABLE) + 1} FROM temp.${argumentTable(Math.floor(at / ARGUMENTS_PER_TABLE))})`;
+    });
+    values.push(...own);
+    logged.push(render(statement, 'question'));
+    if (returnsRows(text)) {
+      reads.push(index);
+      body.push(`CREATE TEMP TABLE ${rowsTable(index)} AS ${text}`);
+    } else {
+      if (/\bRETURNING\b/i.test(text)) throw new Error('gemstone-utils: a sqlite3 program cannot return rows from a write (RETURNING); read them with a SELECT');
+      body.push(text);
+    }
+  });
+  const argumentTables: string[] = [];
+  const fillArguments: { text: string; values: unknown[] }[] = [];
+  for (let from = 0; from < values.length; from += ARGUMENTS_PER_TABLE) {
+    const chunk = values.slice(from, from + ARGUMENTS_PER_TABLE);
+    const table = argumentTable(argumentTables.length);
+    argumentTables.push(table);
+    fillArguments.push({ text: `CREATE TEMP TABLE ${table} AS SELECT ${chunk.map((_, i) => `? AS a${i + 1}`).join(', ')}`, values: chunk });
+  }
+  const transaction = ['BEGIN IMMEDIATE', `SAVEPOINT ${PROGRAM_SAVEPOINT}`, ...body, 'COMMIT'].join(';\n');
+  const loggedProgram = ['BEGIN IMMEDIATE', ...logged.map((l) => l.text), 'COMMIT'].join(';\n');
+
+  const results: Rows[] = statements.map(() => []);
+  let failure: unknown;
+  let committed = false;
+  log.sent('BEGIN IMMEDIATE', []);
+  for (const { text, values: own } of logged) log.sent(text, own);
+  log.sent('COMMIT', []);
+  return new Promise<Rows[]>((resolve, reject) => {
+    db.serialize();
+    db.serialize(() => {
+      db.all('PRAGMA busy_timeout = 0', [], ignore);
+      for (const fill of fillArguments) {
+        db.all(fill.text, fill.values, (error) => {
+          if (!error) return;
+          log.error(error, fill.text, fill.values);
+          failure ??= error;
+        });
       }
-      step(`PRAGMA busy_timeout = ${Math.floor(busyTimeout)}`, [], ignore, true, false);
+      db.exec(transaction, (error) => {
+        if (!error) committed = true;
+        else {
+          log.error(error, loggedProgram, values);
+          failure ??= error;
+        }
+      });
+      db.exec(`ROLLBACK TO ${PROGRAM_SAVEPOINT};\nROLLBACK`, ignore);
+      for (const index of reads) {
+        db.all(`SELECT * FROM temp.${rowsTable(index)}`, [], (error, rows) => {
+          if (!committed) return;
+          if (error) failure ??= error;
+          else results[index] = rows as Rows;
+        });
+      }
+      const tables = [...argumentTables, ...reads.map(rowsTable)];
+      if (tables.length > 0) db.exec(tables.map((table) => `DROP TABLE IF EXISTS temp.${table}`).join(';\n'), ignore);
+      db.all(`PRAGMA busy_timeout = ${Math.floor(busyTimeout)}`, [], () => (failure === undefined ? resolve(results) : reject(failure)));
     });
   });
 }
@@ -489,6 +585,8 @@ export async function ownSqliteTransaction<T>(
   await whenNoTransaction(dataSource, waitMs, () => runner.startTransaction());
   try {
     const result = await work(runner);
+    // A run that ended meanwhile commits nothing more: the ROLLBACK below ends the transaction.
+    assertRunCurrent();
     await runner.commitTransaction();
     return result;
   } catch (error) {

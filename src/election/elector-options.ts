@@ -1,3 +1,6 @@
+// Kept in the emitted declarations, whose public types use Node's (AbortSignal): TypeScript 7
+// projects load no @types by default (`types: []`).
+/// <reference types="node" preserve="true" />
 import { randomUUID } from 'crypto';
 import { hostname } from 'os';
 import type { DataSource } from 'typeorm';

@@ -1,13 +1,18 @@
+// Kept in the emitted declarations, whose public types use Node's (EventEmitter, AbortSignal, Symbol.asyncDispose): TypeScript 7
+// projects load no @types by default (`types: []`).
+/// <reference types="node" preserve="true" />
 import { EventEmitter } from 'events';
 import type { DataSource } from 'typeorm';
 import { getDataSource } from '../db/default-data-source';
+import { outsideRuns } from '../db/run-guard';
 import { EntitiesNotRegisteredError, GemstoneError, ValidationError } from '../errors';
 import { checkElectorOptions, CheckedElectorOptions, Lease, LeaderElectorOptions, MAX_TIMER_MS, PRUNE_INTERVAL_MS, TICK_JITTER } from './elector-options';
 import { assertEntitiesRegistered } from './entities-check';
 import { ElectorHealth, ElectorRole, TickHealth } from './health';
 import { LocalDeadline } from './monotonic';
+import { LoopRun } from './loop-run';
 import { pruneIfDue, settlesWithin } from './loop-support';
-import { listenForLeaseChanges, ListenSubscriber, ListenTarget } from './pg-listener';
+import { LeaseChangeSubscription, ListenSubscriber, ListenTarget, subscribeToLeaseChanges } from './pg-listener';
 import { ElectionService, ElectOutcome } from './service';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from './store';
@@ -90,6 +95,21 @@ interface Leadership {
 
 type State = 'idle' | 'starting' | 'running' | 'stopping';
 
+/** One run of the loop, from start() until its stop. */
+interface Run {
+  /** Its ticks, prunes, hand-overs and their timers: ended as soon as a stop begins. */
+  readonly loop: LoopRun;
+  ticking: Promise<void> | undefined;
+  tickAgain: boolean;
+  tickTimer: NodeJS.Timeout | undefined;
+  /** The prune in flight, if any. */
+  pruning: Promise<void> | undefined;
+  /** The hand-over in progress (waiting for onStoppedLeading, then resigning), if any. */
+  handingOver: Promise<void> | undefined;
+  /** PostgreSQL: the LISTEN subscription, closed by the stop. */
+  listening: LeaseChangeSubscription | undefined;
+}
+
 /**
  * The loop a worker runs: one `elect` per tick (which is also the heartbeat), callbacks and
  * events when leadership starts and ends, and a local deadline that ends leadership before
@@ -117,8 +137,6 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   #service: ElectionService | undefined;
   #state: State = 'idle';
   #dataSource: DataSource | undefined;
-  /** The prune in flight, if any: stop() waits for it. */
-  #pruning: Promise<void> | undefined;
   /** Messages of misconfiguration errors already reported since the last successful tick. */
   readonly #reportedMisconfigurations = new Set<string>();
   /** What the latest start()/stop() asked for. */
@@ -127,30 +145,26 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   #driving: Promise<void> | undefined;
   /** The lease held when a stop began: its vacancy is observed once the stop unregistered. */
   #heldAtStop: Lease | undefined;
-  #tickTimer: NodeJS.Timeout | undefined;
-  #ticking: Promise<void> | undefined;
-  #tickAgain = false;
+  /** The current run (from start() until its stop has finished). */
+  #run: Run | undefined;
   #leadership: Leadership | undefined;
   #observedLeader: string | null = null;
   #observedTerm: number | null = null;
   /** Orders observations: term * 2, + 1 once that term's lease is known vacated. */
   #observedRank = -1;
   #stoppedCallbacks = new Set<Promise<void>>();
-  /**
-   * Counts completed stops. A tick or prune begun before a stop that abandoned it (see
-   * `stopTimeoutMs`) compares it and ignores its own late outcome.
-   */
-  #run = 0;
   /** performance.now() by which the current stop must have resolved. */
   #stopBy: number | undefined;
+  /**
+   * The statements of the current stop (unregister): ended when that stop is over, so that one
+   * it abandoned at its bound sends nothing more.
+   */
+  #stopWork: LoopRun | undefined;
   /** The #stop under way, if any (it bounds and reports its own steps). */
   #stopping: Promise<void> | undefined;
-  #unlisten: (() => Promise<void>) | undefined;
   #removeSignalHandlers: (() => void) | undefined;
   readonly #health: TickHealth;
   readonly #skewAlarm: ClockSkewAlarm;
-  /** The hand-over in progress (waiting for onStoppedLeading, then resigning), if any. */
-  #handingOver: Promise<void> | undefined;
   /** Send the metadata with the next elect: when registering, and when the last elect found no candidate row. */
   #sendMetadata = true;
 
@@ -264,31 +278,48 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
    * A stop that waited for `onStoppedLeading` in vain does not vacate the lease, so the next
    * leader cannot start beside leader work still running. A `start()` called after it wins: the
    * elector then runs again once this stop has completed.
+   *
+   * When it has resolved, nothing the elector started runs or is scheduled any more: no tick,
+   * prune, hand-over, retry, LISTEN connection or reconnect; the DataSource may be destroyed at
+   * once. The one exception is a statement already sent that has not answered by the bound (it
+   * hangs): it stays in flight, and when it answers nothing follows from it — no further
+   * statement (only the ROLLBACK that ends the transaction it belongs to, so that its connection
+   * goes back to the pool clean) and no event.
    */
   stop(): Promise<void> {
     this.#want = 'stop';
     // A stop under way keeps its bound; otherwise the bound counts from this call.
-    if (this.#state !== 'stopping' || this.#stopBy === undefined) this.#stopBy = performance.now() + this.#o.stopTimeoutMs;
+    if (this.#state !== 'stopping' || this.#stopBy === undefined || !this.#stopWork) {
+      this.#stopBy = performance.now() + this.#o.stopTimeoutMs;
+      this.#stopWork = new LoopRun();
+    }
     const stopBy = this.#stopBy;
+    const stopWork = this.#stopWork;
     // Leader work stops now, not when the driver gets to it.
     if (this.#active) this.#halt();
     const driving = this.#drive().catch(() => undefined);
     // A start() stuck in its first statement holds the driver: the bound holds for it too.
     return settlesWithin(driving, stopBy - performance.now()).then(async (inTime) => {
-      if (inTime || this.#want !== 'stop') return;
-      // A running #stop bounds its own steps by the same instant and reports what it abandoned:
-      // it is done within a few timer turns.
-      if (this.#stopping) await this.#stopping;
-      else this.#report(this.#stopTimedOut(['start() (its LISTEN connection or first elect has not answered)']));
+      if (this.#want !== 'stop') return;
+      if (!inTime) {
+        // A running #stop bounds its own steps by the same instant and reports what it abandoned:
+        // it is done within a few timer turns.
+        if (this.#stopping) await this.#stopping;
+        else this.#report(this.#stopTimedOut(['start() (its LISTEN connection or first elect has not answered)']));
+      }
+      // Whatever of this stop is still on its way (the driver may still be in start()) sends nothing.
+      stopWork.end();
     });
   }
 
-  #stopTimedOut(pending: readonly string[]): LeaderElectorError {
+  #stopTimedOut(pending: readonly string[], vacated = false): LeaderElectorError {
+    const lease = vacated
+      ? 'the lease was vacated'
+      : `a lease still held at the database runs out by itself within expireSeconds (${this.#o.expireSeconds} s) of its last renewal`;
     return new LeaderElectorError(
       'stop',
       this,
-      `stop() resolved after stopTimeoutMs (${this.#o.stopTimeoutMs} ms) without ${pending.join(', ')}; ` +
-        `a lease still held at the database runs out by itself within expireSeconds (${this.#o.expireSeconds} s) of its last renewal`,
+      `stop() resolved after stopTimeoutMs (${this.#o.stopTimeoutMs} ms) without ${pending.join(', ')}; ${lease}`,
       new Error('abandoned: set statement/connection timeouts and TCP keepalives on the DataSource so a hung call fails'),
     );
   }
@@ -352,20 +383,35 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#health.started();
     this.#sendMetadata = true;
     this.#state = 'starting';
+    const run: Run = {
+      loop: new LoopRun(),
+      ticking: undefined,
+      tickAgain: false,
+      tickTimer: undefined,
+      pruning: undefined,
+      handingOver: undefined,
+      listening: undefined,
+    };
+    this.#run = run;
     if (this.#o.handleSignals) this.#removeSignalHandlers = stopOnSignals(this);
-    if (dataSource.options.type === 'postgres' && this.#o.listen) await this.#listen(dataSource, this.#o.listen);
+    if (dataSource.options.type === 'postgres' && this.#o.listen) {
+      run.listening = this.#listen(dataSource, this.#o.listen);
+      // A stop meanwhile need not wait for the connection: it closes the subscription.
+      await Promise.race([run.listening.ready, run.loop.whenEnded()]);
+    }
     // stop() may have been called while LISTEN was being set up.
     if (this.#state !== 'starting') return;
-    await this.#tickLoop();
+    await this.#tickLoop(run);
     if (this.#state === 'starting') this.#state = 'running';
   }
 
-  /** The synchronous first half of a stop: no more ticks, leadership ends at once. */
+  /**
+   * The synchronous first half of a stop: leadership ends at once; no tick, prune or hand-over
+   * starts any more, and those under way send no further statement (a tick's answer is ignored).
+   */
   #halt(): void {
     this.#state = 'stopping';
-    clearTimeout(this.#tickTimer);
-    this.#tickTimer = undefined;
-    // A tick still in flight can no longer renew (its answer is ignored).
+    this.#run?.loop.end();
     this.#heldAtStop ??= this.#leadership?.lease;
     this.#demote('stopped');
   }
@@ -386,10 +432,19 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
    */
   async #stop(): Promise<void> {
     const stopBy = this.#stopBy ?? performance.now() + this.#o.stopTimeoutMs;
+    const stopWork = (this.#stopWork ??= new LoopRun());
     const left = () => stopBy - performance.now();
+    // A stop() that already resolved (its bound passed while start() held the driver) has
+    // reported what it abandoned; this late remainder reports nothing more.
+    const report = (error: LeaderElectorError) => {
+      if (!stopWork.ended) this.#report(error);
+    };
+    const run = this.#run;
     const pending: string[] = [];
-    const ticked = await settlesWithin(Promise.all([this.#ticking, this.#pruning, this.#handingOver]), left());
-    if (!ticked) pending.push('the elect in flight answering');
+    run?.loop.end();
+    // The elect and hand-over in flight first: an elect answering after the unregister could
+    // leave a lease nobody renews. A prune is independent of the lease: waited for at the end.
+    if (run && !(await settlesWithin(Promise.all([run.ticking, run.handingOver]), left()))) pending.push('the elect in flight answering');
     // start() may have been mid-way through its first elect, which could have made us leader in
     // the database without a local leadership: unregister below vacates it either way.
     const held = this.#heldAtStop ?? this.#leadership?.lease;
@@ -399,34 +454,44 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     if (!finished) pending.push('onStoppedLeading settling (the lease is left to run out, not vacated)');
     // Vacating while leader work still runs would let the next leader start beside it. After an
     // abandoned elect it is still sent: it is never worse than leaving the lease to run out.
-    if (this.#service && finished) {
+    const service = this.#service;
+    let vacated = false;
+    // With no time left the unregister would only be abandoned mid-way: the lease runs out instead.
+    if (service && finished && left() > 0) {
       let failed: unknown;
-      const unregistering = this.#service.unregisterCandidate(this.candidateId, { ns: this.ns }).catch((error: unknown) => {
-        failed = error ?? new Error('unregisterCandidate failed');
-      });
-      if (!(await settlesWithin(unregistering, left()))) {
+      const unregistering = stopWork
+        .start(() => service.unregisterCandidate(this.candidateId, { ns: this.ns }))
+        ?.catch((error: unknown) => {
+          failed = error ?? new Error('unregisterCandidate failed');
+        });
+      if (!unregistering) {
+        // This stop is over already: nothing more is sent for it.
+      } else if (!(await settlesWithin(unregistering, left()))) {
         pending.push('unregistering (vacating the lease)');
       } else if (failed !== undefined) {
-        this.#report(new LeaderElectorError('stop', this, 'unregistering failed; the lease and candidate row will expire by themselves', failed));
-      } else if (held) {
-        this.#observe(null, held.term);
+        report(new LeaderElectorError('stop', this, 'unregistering failed; the lease and candidate row will expire by themselves', failed));
+      } else {
+        vacated = true;
+        if (held) this.#observe(null, held.term);
       }
     }
-    const unlisten = this.#unlisten;
-    this.#unlisten = undefined;
-    if (unlisten) {
-      const closing = unlisten().catch((error: unknown) => this.#report(new LeaderElectorError('listen', this, 'closing the LISTEN connection failed', error)));
-      // Closing bounds itself (it does not wait long for the server's goodbye).
+    const listening = run?.listening;
+    if (run) run.listening = undefined;
+    if (listening) {
+      // Ends the connection attempt, reconnects and probe at once; the server's goodbye is waited
+      // for within the bound (closing bounds itself to about a second).
+      const closing = listening.close().catch((error: unknown) => report(new LeaderElectorError('listen', this, 'closing the LISTEN connection failed', error)));
       await settlesWithin(closing, left());
     }
+    if (run && !(await run.loop.settled(left()))) pending.push('a prune in flight answering');
     if (pending.length > 0) {
-      // Whatever is still in flight belongs to this run: its late outcome is ignored.
-      this.#ticking = undefined;
-      this.#pruning = undefined;
+      // Whatever is still in flight belongs to this run: its late outcome starts nothing.
       this.#stoppedCallbacks = new Set();
-      this.#report(this.#stopTimedOut(pending));
+      report(this.#stopTimedOut(pending, vacated));
     }
-    this.#run++;
+    stopWork.end();
+    if (this.#stopWork === stopWork) this.#stopWork = undefined;
+    if (this.#run === run) this.#run = undefined;
     this.#stopBy = undefined;
     this.#removeSignalHandlers?.();
     this.#removeSignalHandlers = undefined;
@@ -450,62 +515,86 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     return fn(leadership.lease);
   }
 
+  /**
+   * Calls `listener(lease)` for every leadership of this elector, the current one included: at
+   * once if it leads now, then on each `'elected'`. For code that subscribes after `start()` — a
+   * Nest `onApplicationBootstrap` hook runs after `ElectionModule`'s has elected — which
+   * `on('elected')` would leave without the term already running. `lease.signal` aborts when that
+   * leadership ends. Each leadership reaches a listener once. A throw or rejection is reported as
+   * `'error'` (phase `callback`), as for the other callbacks. Returns a function that removes the
+   * listener.
+   */
+  onLeadership(listener: (lease: Lease) => void | Promise<void>): () => void {
+    if (typeof listener !== 'function') throw new ValidationError('listener', `must be a function (got ${typeof listener})`);
+    let delivered: Lease | undefined;
+    const deliver = (lease: Lease): void => {
+      // A listener added inside onStartedLeading sees the lease now and again in its 'elected'.
+      if (lease === delivered) return;
+      delivered = lease;
+      void this.#callback('an onLeadership listener', () => listener(lease));
+    };
+    this.on('elected', deliver);
+    const current = this.lease;
+    if (current) deliver(current);
+    return () => {
+      this.off('elected', deliver);
+    };
+  }
+
   // ---- the loop -------------------------------------------------------------------------------
 
   get #active(): boolean {
     return this.#state === 'starting' || this.#state === 'running';
   }
 
-  /** Runs ticks until no extra one was requested meanwhile, then schedules the next. Never rejects. */
-  async #tickLoop(): Promise<void> {
-    if (this.#ticking) {
-      this.#tickAgain = true;
-      return this.#ticking;
+  /** Runs ticks of `run` until no extra one was requested meanwhile, then schedules the next. Never rejects. */
+  async #tickLoop(run: Run): Promise<void> {
+    if (run.ticking) {
+      run.tickAgain = true;
+      return run.ticking;
     }
-    clearTimeout(this.#tickTimer);
-    this.#tickTimer = undefined;
-    const run = this.#run;
-    const loop = async () => {
+    run.loop.clear(run.tickTimer);
+    run.tickTimer = undefined;
+    const ticking = run.loop.start(async () => {
       do {
-        this.#tickAgain = false;
+        run.tickAgain = false;
         await this.#tick(run);
-      } while (this.#tickAgain && this.#active && this.#run === run);
-    };
-    const ticking = loop();
-    this.#ticking = ticking;
+      } while (run.tickAgain && !run.loop.ended);
+    });
+    if (!ticking) return;
+    run.ticking = ticking;
     try {
       await ticking;
     } finally {
-      if (this.#ticking === ticking) this.#ticking = undefined;
+      if (run.ticking === ticking) run.ticking = undefined;
     }
-    // A loop abandoned by a bounded stop must not schedule beside the loop of a later start().
-    if (this.#active && this.#run === run) this.#schedule();
+    this.#schedule(run);
   }
 
-  #schedule(): void {
-    clearTimeout(this.#tickTimer);
+  #schedule(run: Run): void {
+    run.loop.clear(run.tickTimer);
     const jitter = 1 - TICK_JITTER + 2 * TICK_JITTER * Math.random();
-    this.#tickTimer = setTimeout(() => {
-      this.#tickTimer = undefined;
-      void this.#tickLoop();
+    run.tickTimer = run.loop.timer(() => {
+      run.tickTimer = undefined;
+      void this.#tickLoop(run);
     }, this.#o.intervalMs * jitter);
   }
 
   /** Elects at once (a vacancy was announced): the current tick is followed by another right away. */
   #kick(): void {
-    if (this.#active) void this.#tickLoop();
+    const run = this.#run;
+    if (run && this.#active) void this.#tickLoop(run);
   }
 
-  /** One elect; `run` is the {@link #run} it belongs to (a late answer of an abandoned run is ignored). */
-  async #tick(run: number): Promise<void> {
+  /** One elect of `run` (once the run has ended, its late answer is ignored). */
+  async #tick(run: Run): Promise<void> {
     const service = this.#service;
     if (!service) return;
     // Taken before the statement is sent: the database cannot grant the lease any earlier.
     const deadline = LocalDeadline.startingNow(this.#o.clock, this.#o.expireSeconds * 1000);
     // A hung statement (network cut, lock held elsewhere) blocks the loop: say so once per lease.
     const leaseMs = this.#o.expireSeconds * 1000;
-    const hung = setTimeout(() => {
-      if (this.#run !== run) return;
+    const hung = run.loop.timer(() => {
       const error = new LeaderElectorError(
         'tick',
         this,
@@ -514,8 +603,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
       );
       this.#health.failed(error);
       this.#report(error);
-    }, Math.min(leaseMs, MAX_TIMER_MS));
-    hung.unref();
+    }, leaseMs, false);
     const sentAtWallMs = deadline.startedAt.getTime();
     const sentAt = performance.now();
     let outcome: ElectOutcome;
@@ -533,7 +621,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
         ...(sendingMetadata ? { metadata: this.#o.metadata } : {}),
       });
     } catch (caught) {
-      if (this.#run !== run) return;
+      if (run.loop.ended) return;
       const error = this.#explainFailure(caught);
       const durationMs = performance.now() - sentAt;
       const failure = new LeaderElectorError('tick', this, `elect failed (retrying in about ${Math.round(this.#o.intervalMs)} ms)`, error);
@@ -543,20 +631,18 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
       this.#emitTick({ outcome: 'error', durationMs, leaderId: null, term: null, clockSkew: null, error: failure });
       return;
     } finally {
-      clearTimeout(hung);
+      run.loop.clear(hung);
     }
-    // The late answer of a tick abandoned by a bounded stop: the run it belonged to is over.
-    if (this.#run !== run) return;
+    // The answer of a tick whose run was stopped meanwhile: stop() ends any leadership and
+    // vacates the lease itself.
+    if (run.loop.ended) return;
     const durationMs = performance.now() - sentAt;
     this.#reportedMisconfigurations.clear();
     this.#sendMetadata = !sendingMetadata && !outcome.wasRegistered;
     this.#health.succeeded(deadline);
     const clockSkew = measureClockSkew(outcome.databaseNow, sentAtWallMs, durationMs);
-    // stop() was called meanwhile: it ends any leadership and vacates the lease itself.
-    if (this.#active) {
-      this.#apply(outcome, deadline);
-      this.#maybePrune();
-    }
+    this.#apply(run, outcome, deadline);
+    this.#maybePrune(run);
     const tickOutcome = outcome.acquired ? 'acquired' : outcome.isLeader ? 'renewed' : 'follower';
     this.#emitTick({ outcome: tickOutcome, durationMs, leaderId: outcome.leaderId, term: outcome.term, clockSkew, error: null });
     const warning = this.#skewAlarm.check(clockSkew);
@@ -576,30 +662,26 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
    * Deletes long-expired candidate rows and old history rows, after a successful tick and outside its transaction, at
    * most once per {@link PRUNE_INTERVAL_MS} per DataSource. Not awaited: the tick goes on.
    */
-  #maybePrune(): void {
+  #maybePrune(run: Run): void {
     const dataSource = this.#dataSource;
-    if (!dataSource || this.#pruning) return;
-    const started = pruneIfDue(dataSource, this.#o);
-    if (!started) return;
-    const run = this.#run;
-    const pruning: Promise<void> = started
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          if (this.#run === run) this.#report(new LeaderElectorError('prune', this, 'pruning expired candidates or old history failed (retried later)', error));
-        },
-      )
-      .finally(() => {
-        if (this.#pruning === pruning) this.#pruning = undefined;
-      });
-    this.#pruning = pruning;
+    if (!dataSource || run.pruning) return;
+    const pruning = run.loop.start(async () => {
+      try {
+        await pruneIfDue(dataSource, this.#o);
+      } catch (error) {
+        if (!run.loop.ended) this.#report(new LeaderElectorError('prune', this, 'pruning expired candidates or old history failed (retried later)', error));
+      } finally {
+        run.pruning = undefined;
+      }
+    });
+    if (pruning) run.pruning = pruning;
   }
 
-  #apply(outcome: ElectOutcome, deadline: LocalDeadline): void {
-    if (outcome.isLeader && (outcome.handOver || this.#handingOver)) {
+  #apply(run: Run, outcome: ElectOutcome, deadline: LocalDeadline): void {
+    if (outcome.isLeader && (outcome.handOver || run.handingOver)) {
       // Held in the database, but to be given up: no (new) local leadership.
       this.#demote('handed-over');
-      if (outcome.handOver) this.#handOver(outcome.term);
+      if (outcome.handOver) this.#handOver(run, outcome.term);
       this.#observe(outcome.leaderId, outcome.term);
       return;
     }
@@ -631,23 +713,25 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
    * beyond the tick's, only on a hand-over; a failed resign is reported and retried by the
    * next tick (which reports the hand-over again).
    */
-  #handOver(term: number): void {
-    if (this.#handingOver) return;
+  #handOver(run: Run, term: number): void {
+    if (run.handingOver) return;
     const service = this.#service;
-    const handing = (async () => {
-      await Promise.all([...this.#stoppedCallbacks]);
-      // stop() vacates the lease itself.
-      if (!this.#active || !service) return;
+    const handing = run.loop.start(async () => {
       try {
+        await Promise.all([...this.#stoppedCallbacks]);
+        // stop() vacates the lease itself.
+        if (run.loop.ended || !service) return;
         await service.handOver(this.candidateId, { ns: this.ns });
-        this.#observe(null, term);
+        if (!run.loop.ended) this.#observe(null, term);
       } catch (error) {
-        this.#report(new LeaderElectorError('hand-over', this, 'vacating the lease for a preferred candidate failed (retried on the next tick)', error));
+        if (!run.loop.ended) {
+          this.#report(new LeaderElectorError('hand-over', this, 'vacating the lease for a preferred candidate failed (retried on the next tick)', error));
+        }
+      } finally {
+        run.handingOver = undefined;
       }
-    })();
-    this.#handingOver = handing.finally(() => {
-      this.#handingOver = undefined;
     });
+    if (handing) run.handingOver = handing;
   }
 
   // ---- leadership -----------------------------------------------------------------------------
@@ -698,7 +782,8 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#leadership = undefined;
     clearTimeout(leadership.timer);
     const { lease } = leadership;
-    leadership.controller.abort(new LeadershipEndedError(lease, reason));
+    // The signal's listeners are user code: outside the loop's run (see `db/run-guard.ts`).
+    outsideRuns(() => leadership.controller.abort(new LeadershipEndedError(lease, reason)));
     const onStoppedLeading = this.#o.onStoppedLeading;
     if (leadership.started && onStoppedLeading) {
       const settled = this.#callback('onStoppedLeading', () => onStoppedLeading(lease));
@@ -724,7 +809,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
 
   // ---- PostgreSQL LISTEN ----------------------------------------------------------------------
 
-  async #listen(dataSource: DataSource, target: ListenTarget): Promise<void> {
+  #listen(dataSource: DataSource, target: ListenTarget): LeaseChangeSubscription {
     const subscriber: ListenSubscriber = {
       ns: this.ns,
       onChange: (change) => this.#onLeaseChange(change),
@@ -732,7 +817,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
       onResync: () => this.#kick(),
       onUnavailable: (error) => this.#report(new LeaderElectorError('listen', this, 'LISTEN does not deliver notifications here; falling back to ticks', error)),
     };
-    this.#unlisten = await listenForLeaseChanges(dataSource, subscriber, target);
+    return subscribeToLeaseChanges(dataSource, subscriber, target);
   }
 
   #onLeaseChange(change: LeaseChange): void {
@@ -782,11 +867,14 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     return false;
   }
 
-  /** Calls user code; a throw or rejection is reported, never propagated. */
+  /**
+   * Calls user code, outside the loop's run (its statements are the user's own, not refused when
+   * the loop stops); a throw or rejection is reported, never propagated.
+   */
   #callback(name: string, fn: () => unknown): Promise<void> {
     const report = (error: unknown) => this.#report(new LeaderElectorError('callback', this, `${name} threw`, error));
     try {
-      return Promise.resolve(fn()).then(() => undefined, report);
+      return Promise.resolve(outsideRuns(fn)).then(() => undefined, report);
     } catch (error) {
       report(error);
       return Promise.resolve();
@@ -795,7 +883,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
 
   #emitSafely<K extends 'elected' | 'demoted' | 'leader' | 'tick'>(event: K, ...args: LeaderElectorEvents[K]): void {
     try {
-      (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
+      outsideRuns(() => (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args));
     } catch (error) {
       this.#report(new LeaderElectorError('callback', this, `a '${event}' listener threw`, error));
     }
@@ -804,7 +892,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   #report(error: LeaderElectorError): void {
     if (this.listenerCount('error') > 0) {
       try {
-        this.emit('error', error);
+        outsideRuns(() => this.emit('error', error));
         return;
       } catch (listenerError) {
         this.#log(new LeaderElectorError('callback', this, "an 'error' listener threw", listenerError));
@@ -815,7 +903,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
 
   #log(error: LeaderElectorError): void {
     try {
-      this.#o.logger.error(`gemstone-utils: ${error.message}`, error);
+      outsideRuns(() => this.#o.logger.error(`gemstone-utils: ${error.message}`, error));
     } catch {
       // A broken logger must not take the loop down with it.
     }

@@ -1,9 +1,10 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
 import { sqlBool } from '../db/dialect';
+import { isMariadbServer, padded } from '../db/mysql-session';
 import { execute, inOneStatement, inTransaction } from '../db/session';
 import { isBetterSqlite, runProgram, runSyncStep } from '../db/sqlite-atomic';
-import { raw, RawSql, sql, SqlFragment } from '../db/sql';
+import { raw, sql, SqlFragment } from '../db/sql';
 
 import { GROUP_BATCH_SIZE } from './group-options';
 import type { VacateReason } from './history';
@@ -35,6 +36,16 @@ export interface GroupElectInput {
    * (see {@link GroupStore.foldsVacates}).
    */
   readonly release?: ReadonlyMap<string, VacateReason>;
+  /**
+   * How long the tick waits for a lock on the leader row of a lease this candidate holds, live
+   * (PostgreSQL and MySQL/MariaDB, in milliseconds; MySQL/MariaDB count lock waits in whole
+   * seconds, at least one). Its own fenced transactions (`assertLeader`) lock those rows for a
+   * moment, and such a row must still be renewed: the tick locks them first, in namespace order,
+   * and waits, as an elector's renewal does; a lock held longer (a rival's transaction) makes the
+   * tick run again at once without waiting for any row (see {@link GroupStore.elect}).
+   * Undefined: never wait (such a row is left for the next tick).
+   */
+  readonly lockWaitMs?: number;
 }
 
 /** What the tick found for one namespace. */
@@ -84,8 +95,14 @@ export function fairShare(n: number, members: readonly string[], me: string): nu
   return Math.floor(n / k) + (rank < n % k ? 1 : 0);
 }
 
-/** SQLite: the most namespaces one statement of a program binds (the limit is 32,766 variables). */
-const SQLITE_BATCH = 5_000;
+/**
+ * A lock wait that ran out: PostgreSQL `lock_timeout` (55P03), MySQL/MariaDB
+ * `innodb_lock_wait_timeout` (1205), MariaDB `max_statement_time` (1969).
+ */
+function isLockTimeout(error: unknown): boolean {
+  const inner = ((error as { driverError?: unknown } | null)?.driverError ?? error) as { code?: unknown; errno?: unknown } | null;
+  return inner?.code === '55P03' || Number(inner?.errno) === 1205 || Number(inner?.errno) === 1969;
+}
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
@@ -103,9 +120,9 @@ function commaList(items: readonly unknown[]): SqlFragment {
   return sql`${commaList(items.slice(0, half))}, ${commaList(items.slice(half))}`;
 }
 
-/** `(?, ?, …)` of the values, for `IN`. */
+/** `(?, ?, …)` of the values, for `IN` (MySQL/MariaDB only: padded to a few lengths, see {@link padded}). */
 function list(values: readonly unknown[]): SqlFragment {
-  return sql`(${commaList(values)})`;
+  return sql`(${commaList(padded(values))})`;
 }
 
 export function createGroupStore(context: DbContext) {
@@ -124,6 +141,7 @@ export function createGroupStore(context: DbContext) {
   // ---- PostgreSQL: one statement ----------------------------------------------------------------
 
   async function electPostgres(m: EntityManager, input: GroupElectInput): Promise<GroupElectOutcome> {
+    const wait = input.lockWaitMs;
     const me = sql`CAST(${input.candidateId} AS varchar)`;
     const eligible = sql`CAST(${input.eligible} AS boolean)`;
     const priority = sql`CAST(${input.priority} AS integer)`;
@@ -137,7 +155,13 @@ export function createGroupStore(context: DbContext) {
       context,
       m,
       sql`WITH params AS (
-  SELECT CAST(${[...input.namespaces]} AS varchar[]) AS nss
+  SELECT CAST(${[...input.namespaces]} AS varchar[]) AS nss${
+    wait === undefined
+      ? sql``
+      : sql`,
+    -- For this transaction only: every lock wait of the statement from here on is bounded by it.
+    set_config('lock_timeout', CAST(${`${Math.max(1, Math.round(wait))}ms`} AS text), true) AS lock_timeout`
+  }
 ), released AS (
   -- The leases given up: vacated here rather than renewed (never waiting: a row locked by a
   -- takeover of a lapsed lease is left to it).
@@ -161,21 +185,39 @@ export function createGroupStore(context: DbContext) {
 ), input AS (
   SELECT DISTINCT x AS ns FROM unnest(${nss}) AS x
 ), snap AS (
-  -- The rows as of the statement's snapshot (a plain read): what the history read here matches.
-  SELECT l.ns, l.term FROM ${leaders} l WHERE l.ns = ANY (${nss})
-), locked AS (
-  -- SKIP LOCKED: a tick never waits. A row locked by another transaction (a rival's takeover or
-  -- tick, a vacate) is left for the next tick, so ticks of many namespaces do not convoy.
+  -- The rows as of the statement's snapshot (a plain read): what the history and candidates read here match.
+  SELECT l.ns, l.leader_id, l.term FROM ${leaders} l WHERE l.ns = ANY (${nss})
+), ${
+        wait === undefined
+          ? sql``
+          : sql`own AS (
+  -- The leases this candidate holds, live: locked first, in namespace order, WAITING for a lock
+  -- another transaction holds (its own fenced transactions hold these rows for a moment, and a
+  -- lease must not be lost to them), each wait bounded by lock_timeout (set in params first).
+  SELECT l.ns FROM ${leaders} l
+  WHERE l.ns = ANY (${nss}) AND l.leader_id = ${me} AND l.lease_expires_at > clock_timestamp()
+    AND (SELECT lock_timeout FROM params) IS NOT NULL
+  ORDER BY l.ns FOR UPDATE
+), `
+      }locked AS (
+  -- SKIP LOCKED: the other rows are never waited for. A row locked by another transaction (a
+  -- rival's takeover or tick, a vacate) is left for the next tick, so ticks of many namespaces do
+  -- not convoy. With own: only once own has locked all its rows (the count), and own's rows,
+  -- locked by this statement already, are not skipped.
   SELECT l.ns, l.leader_id, l.term, l.lease_expires_at FROM ${leaders} l
   WHERE l.ns = ANY (${nss})
-    AND (l.leader_id IS NULL OR l.leader_id = ${me} OR l.lease_expires_at IS NULL OR l.lease_expires_at <= clock_timestamp())
+    AND (l.leader_id IS NULL OR l.leader_id = ${me} OR l.lease_expires_at IS NULL OR l.lease_expires_at <= clock_timestamp())${
+      wait === undefined ? sql`` : sql`
+    AND (SELECT count(*) FROM own) >= 0`
+    }
   ORDER BY l.ns FOR UPDATE SKIP LOCKED
 ), seen AS (
-  -- Only rows whose term is the snapshot's: a row taken over by a transaction that committed
-  -- after the statement began is locked in its newest version, but that term's history row is
-  -- invisible to this statement's snapshot and could not be closed; it is unknown this tick.
+  -- Only rows whose term and holder are the snapshot's: a row taken over (or vacated) by a
+  -- transaction that committed after the statement began is locked in its newest version, but
+  -- that term's history row and the candidates as that transaction left them are invisible to
+  -- this statement's snapshot; it is unknown this tick.
   SELECT k.ns, k.leader_id, k.term, k.lease_expires_at, COALESCE(k.leader_id IS NOT NULL AND k.lease_expires_at > clock_timestamp(), false) AS live
-  FROM locked k JOIN snap s ON s.ns = k.ns AND s.term = k.term
+  FROM locked k JOIN snap s ON s.ns = k.ns AND s.term = k.term AND s.leader_id IS NOT DISTINCT FROM k.leader_id
 ), unlocked AS (
   -- Held by someone else (not locked), as of the snapshot, and not in seen; a row skipped as
   -- locked, or that changed hands after the snapshot, is in neither (unknown).
@@ -227,10 +269,11 @@ export function createGroupStore(context: DbContext) {
   -- row's lock) since the rows were read, and a lease that ran out meanwhile is a takeover by the
   -- database clock (term + 1, the lapsed term closed below), never the same term resurrected.
   UPDATE ${leaders} AS l
-  SET leader_id = ${me}, term = CASE WHEN d.renewing AND l.lease_expires_at > clock_timestamp() THEN d.term ELSE d.term + 1 END,
+  SET leader_id = ${me}, term = CASE WHEN d.renewing AND (d.hand_over OR l.lease_expires_at > clock_timestamp()) THEN d.term ELSE d.term + 1 END,
     lease_expires_at = ${until}, updated_at = clock_timestamp()
   FROM decided d WHERE l.ns = d.ns AND d.existing AND d.takes
-    -- A lease to be given up that ran out meanwhile is not taken again.
+    -- A lease to be given up that ran out meanwhile is not taken again (judged here once: one
+    -- that passes is renewed under its term above).
     AND NOT (d.hand_over AND l.lease_expires_at <= clock_timestamp())
   RETURNING l.ns, l.term, l.term = d.term AS renewing, d.leader_id AS old_leader, d.term AS old_term, d.lease_expires_at AS old_lease,
     l.updated_at AS granted_at
@@ -350,7 +393,7 @@ WHERE h.ns IN ${list(names)} AND h.ended_at IS NULL AND l.leader_id = ${me}`,
     for (const batch of batches) {
       const fresh = batch.filter((ns) => !known.has(ns));
       if (fresh.length === 0) continue;
-      const values = commaList(fresh.map((ns) => sql`(${ns}, NULL, NULL, ${d.now}, 0)`));
+      const values = commaList(padded(fresh).map((ns) => sql`(${ns}, NULL, NULL, ${d.now}, 0)`));
       await execute(context, m, sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) VALUES ${values} ${d.insertIfAbsent(['ns'])}`);
     }
     type Row = { ns: string; leaderId: string | null; term: number; live: boolean; leaseExpired: boolean };
@@ -363,9 +406,11 @@ WHERE h.ns IN ${list(names)} AND h.ended_at IS NULL AND l.leader_id = ${me}`,
       return { ns: String(r.ns), leaderId, term: Number(r.term), live: leaderId !== null && sqlBool(r.live), leaseExpired: leaderId !== null && !sqlBool(r.live) };
     };
     const liveCase = sql`CASE WHEN leader_id IS NOT NULL AND lease_expires_at > ${d.now} THEN 1 ELSE 0 END`;
+    // A plain (non-locking) read first: rows held live by others are only reported, never locked,
+    // so a follower never waits for a leader's renewal (nor makes it wait).
+    const wantedByBatch: string[][] = [];
+    const ownLive: string[] = [];
     for (const batch of batches) {
-      // A plain (non-locking) read first: rows held live by others are only reported, never
-      // locked, so a follower never waits for a leader's renewal (nor makes it wait).
       const seen = await execute(
         context,
         m,
@@ -378,11 +423,38 @@ WHERE h.ns IN ${list(names)} AND h.ended_at IS NULL AND l.leader_id = ${me}`,
         databaseNow ??= d.parseInstant(r.db_now) as Date;
         if (row.live && row.leaderId !== me) rows.set(row.ns, row);
         else wanted.push(row.ns);
+        if (row.live && row.leaderId === me) ownLive.push(row.ns);
       }
+      wantedByBatch.push(wanted);
+    }
+    // The leases this candidate holds, live: locked first, in namespace order, WAITING for a lock
+    // another transaction holds (its own fenced transactions lock these rows and write them), each
+    // wait bounded, for these statements only: MariaDB by `max_statement_time` (fractions of a
+    // second), MySQL by `innodb_lock_wait_timeout` (whole seconds, one at least).
+    if (input.lockWaitMs !== undefined && ownLive.length > 0) {
+      const mariadb = await isMariadbServer(context.dataSource, m.queryRunner!);
+      await execute(
+        context,
+        m,
+        mariadb
+          ? sql`SET @gemstone_wait_bound = @@SESSION.max_statement_time, SESSION max_statement_time = CAST(${input.lockWaitMs / 1000} AS DECIMAL(12, 6))`
+          : sql`SET @gemstone_wait_bound = @@SESSION.innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = CAST(${Math.max(1, Math.round(input.lockWaitMs / 1000))} AS UNSIGNED)`,
+      );
+      try {
+        for (const batch of chunks(ownLive.sort(compareNs), GROUP_BATCH_SIZE)) {
+          const locked = await execute(context, m, sql`SELECT ns, leader_id, term, ${liveCase} AS live FROM ${leaders} WHERE ns IN ${list(batch)} ORDER BY ns FOR UPDATE`);
+          for (const r of locked) rows.set(String(r.ns), toRow(r));
+        }
+      } finally {
+        await execute(context, m, mariadb ? sql`SET SESSION max_statement_time = @gemstone_wait_bound` : sql`SET SESSION innodb_lock_wait_timeout = @gemstone_wait_bound`);
+      }
+    }
+    for (const wanted of wantedByBatch) {
       if (wanted.length === 0) continue;
       // Then the rows this tick may change (vacant, lapsed, ours), locked in namespace order and
       // re-checked on their newest version; SKIP LOCKED: a row another transaction holds is
-      // left for the next tick rather than waited for.
+      // left for the next tick rather than waited for (the rows locked above are this
+      // transaction's: not skipped).
       const locked = await execute(
         context,
         m,
@@ -486,7 +558,7 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
         input.metadataJson === undefined
           ? sql`(${ns}, ${me}, ${d.now}, ${until}, ${input.priority}, ${bool(input.eligible)})`
           : sql`(${ns}, ${me}, ${d.now}, ${until}, ${input.priority}, ${bool(input.eligible)}, ${input.metadataJson})`;
-      const values = commaList(batch.map(row));
+      const values = commaList(padded(batch).map(row));
       await execute(
         context,
         m,
@@ -519,9 +591,10 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
   const nowOnceText = `(SELECT ${d.now.text})`;
 
   /**
-   * Runs a group program: on better-sqlite3 as one synchronous step (prepared statements kept per
-   * connection under `key`, another connection's lock briefly waited for, as the single elect
-   * does), on sqlite3 queued at once by `runProgram`.
+   * Runs a group program as one transaction that commits whole or changes nothing: on
+   * better-sqlite3 as one synchronous step (prepared statements kept per connection under `key`,
+   * another connection's lock briefly waited for, as the single elect does), on sqlite3 as one
+   * `exec` by `runProgram`.
    */
   function runGroupProgram(key: string, statements: readonly SqlFragment[], waitMs: number | undefined): Promise<Record<string, unknown>[][]> {
     if (isBetterSqlite(dataSource)) {
@@ -561,28 +634,26 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`,
     const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
     const metaValue = input.metadataJson === undefined ? sql`` : sql`, ${input.metadataJson}`;
     const metaSet = input.metadataJson === undefined ? sql`` : sql`, metadata = ${input.metadataJson}`;
-    // Statements skipped by changes() (better-sqlite3 only: there the program is one synchronous
-    // transaction; on sqlite3 a statement may run on its own when BEGIN failed, so each one does
-    // its whole work, whatever ran before it).
-    const gated = isBetterSqlite(dataSource);
-    const unless = (condition: SqlFragment) => (gated ? sql`SELECT value FROM json_each(${nsJson}) WHERE ${condition}` : sql`SELECT value FROM json_each(${nsJson})`);
+    // Statements skipped by changes(): the statements of the program run together or not at all.
+    const unless = (condition: SqlFragment) => sql`SELECT value FROM json_each(${nsJson}) WHERE ${condition}`;
     const statements = [
       // before: the leases the caller holds (the others cannot have been renewed), as ONE JSON
       // value: one row to hand to JavaScript instead of one per namespace.
       sql`SELECT json_group_object(l.ns, l.term) AS held FROM ${leaders} l WHERE l.ns ${inNs} AND l.leader_id = ${me} AND l.lease_expires_at > ${now}`,
-      // Lapsed terms end at their lease's end (before anything changes hands).
-      sql`UPDATE ${history} SET ended_at = (SELECT l.lease_expires_at FROM ${leaders} l WHERE l.ns = ${history}.ns), end_reason = ${'expired'}
-WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l
-  WHERE l.ns ${inNs} AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${now})`,
-      // Renewals first: the fair share counts what is held.
+      // Renewals first (the fair share counts what is held), each decided by the clock of this
+      // statement: a lease that has run out is not renewed but taken over below, as a new term.
       sql`UPDATE ${leaders} SET lease_expires_at = ${until}, updated_at = ${now}
-WHERE ns ${inNs} AND leader_id = ${me} AND NOT ${over(leaders.text)}`,
+WHERE ns ${inNs} AND leader_id = ${me} AND lease_expires_at > ${now}`,
       // The leader rows the group has not created yet (vacant), unless the renewal just above
       // renewed every namespace (changes()): no row can be missing then.
       sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
 SELECT i.value, NULL, NULL, ${now}, 0 FROM (${unless(sql`changes() < ${n}`)}) i
 WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.value)
 ${d.insertIfAbsent(['ns'])}`,
+      // Lapsed terms end at their lease's end (before anything changes hands).
+      sql`UPDATE ${history} SET ended_at = (SELECT l.lease_expires_at FROM ${leaders} l WHERE l.ns = ${history}.ns), end_reason = ${'expired'}
+WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l
+  WHERE l.ns ${inNs} AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${now})`,
       sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${me}, lease_expires_at = ${until}, updated_at = ${now}
 WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inNs} AND ${over('l')} AND ${eligible} = 1
   AND COALESCE(${rivalOf('l')} > ${input.priority}, 0) = 0 ORDER BY l.ns LIMIT ${limit})`,
@@ -635,113 +706,6 @@ ${d.insertIfAbsent(['ns', 'candidate_id'])}`,
         isLeader,
         acquired: isLeader && (Object.prototype.hasOwnProperty.call(held, ns) ? Number(held[ns]) !== Number(term) : true),
         handOver: isLeader && (!input.eligible || outranked.has(ns)),
-      };
-    });
-    return { outcomes, members: memberIds, unregistered, databaseNow };
-  }
-
-  // sqlite3 (queued, see db/sqlite-atomic.ts): the namespaces in a temporary table, every
-  // statement doing its whole work on its own (one may run alone after a busy BEGIN).
-  const inputTable: RawSql = raw(`temp.${dataSource.driver.escape(context.tableName('gemstone_election_group_input'))}`);
-  const inTempInput = sql`IN (SELECT ns FROM ${inputTable})`;
-
-  function fillInput(namespaces: readonly string[]): SqlFragment[] {
-    const statements = [sql`CREATE TEMP TABLE IF NOT EXISTS ${inputTable} (ns TEXT PRIMARY KEY)`, sql`DELETE FROM ${inputTable}`];
-    for (const batch of chunks(namespaces, SQLITE_BATCH)) {
-      const values = commaList(batch.map((ns) => sql`(${ns})`));
-      statements.push(sql`INSERT INTO ${inputTable} (ns) VALUES ${values}`);
-    }
-    return statements;
-  }
-
-  async function electSqliteQueued(input: GroupElectInput, waitMs: number | undefined): Promise<GroupElectOutcome> {
-    const me = input.candidateId;
-    const until = d.nowPlus(input.expireSeconds);
-    const eligible = input.eligible ? 1 : 0;
-    const over = (l: string) =>
-      raw(`(${l}.leader_id IS NULL OR ${l}.lease_expires_at IS NULL OR (${l}.lease_expires_at <= ${d.now.text}
-  AND NOT EXISTS (SELECT 1 FROM ${history.text} h WHERE h.ns = ${l}.ns AND h.term = ${l}.term AND h.ended_at IS NULL)))`);
-    const rivalOf = (l: string) =>
-      sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${raw(l)}.ns AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${d.now})`;
-    const members = sql`WITH others AS (
-  SELECT candidate_id, MAX(priority) AS p FROM ${candidates} WHERE ns ${inTempInput} AND candidate_id <> ${me} AND eligible AND expires_at > ${d.now}
-  GROUP BY candidate_id
-), top AS (
-  SELECT MAX(p) AS p FROM (SELECT p FROM others UNION ALL SELECT ${input.priority} WHERE ${eligible} = 1)
-), members AS (
-  SELECT candidate_id FROM others WHERE p = (SELECT p FROM top)
-  UNION ALL SELECT ${me} WHERE ${eligible} = 1 AND ${input.priority} = (SELECT p FROM top)
-)`;
-    const n = sql`CAST(${input.namespaces.length} AS INTEGER)`;
-    const limit = input.balance
-      ? sql`(${members} SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM members WHERE candidate_id = ${me}) THEN 0
-  ELSE MAX(0, ${n} / k + CASE WHEN rank < ${n} % k THEN 1 ELSE 0 END
-    - (SELECT COUNT(*) FROM ${leaders} l WHERE l.ns ${inTempInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now})) END
-  FROM (SELECT COUNT(*) AS k, COALESCE(SUM(candidate_id < ${me}), 0) AS rank FROM members))`
-      : raw('-1');
-    const metaColumn = raw(input.metadataJson === undefined ? '' : ', metadata');
-    const metaValue = input.metadataJson === undefined ? sql`` : sql`, ${input.metadataJson}`;
-    const updated = ['last_heartbeat_at', 'expires_at', 'priority', 'eligible', ...(input.metadataJson === undefined ? [] : ['metadata'])];
-    const fill = fillInput(input.namespaces);
-    const statements = [
-      ...fill,
-      sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) SELECT ns, NULL, NULL, ${d.now}, 0 FROM ${inputTable} WHERE true
-${d.insertIfAbsent(['ns'])}`,
-      // before
-      sql`SELECT l.ns, l.term, CASE WHEN l.leader_id = ${me} AND l.lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS mine
-FROM ${leaders} l WHERE l.ns ${inTempInput}`,
-      sql`SELECT COUNT(*) AS unregistered FROM ${inputTable} t
-WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = t.ns AND c.candidate_id = ${me})`,
-      // Lapsed terms end at their lease's end (before anything changes hands).
-      sql`UPDATE ${history} SET ended_at = (SELECT l.lease_expires_at FROM ${leaders} l WHERE l.ns = ${history}.ns), end_reason = ${'expired'}
-WHERE ns ${inTempInput} AND ended_at IS NULL
-  AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${history}.ns AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${d.now})`,
-      // Renewals first: the fair share counts what is held.
-      sql`UPDATE ${leaders} SET lease_expires_at = ${until}, updated_at = ${d.now}
-WHERE ns ${inTempInput} AND leader_id = ${me} AND NOT ${over(leaders.text)}`,
-      sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${me}, lease_expires_at = ${until}, updated_at = ${d.now}
-WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inTempInput} AND ${over('l')} AND ${eligible} = 1
-  AND COALESCE(${rivalOf('l')} > ${input.priority}, 0) = 0 ORDER BY l.ns LIMIT ${limit})`,
-      sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
-SELECT l.ns, l.term, l.leader_id, ${d.now}, NULL, NULL FROM ${leaders} l
-WHERE l.ns ${inTempInput} AND l.leader_id = ${me} AND l.lease_expires_at > ${d.now}
-  AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
-${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
-      sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at, priority, eligible${metaColumn})
-SELECT ns, ${me}, ${d.now}, ${until}, ${input.priority}, ${eligible}${metaValue} FROM ${inputTable} WHERE true
-${d.upsert(['ns', 'candidate_id'], updated)}`,
-      // after
-      sql`SELECT l.ns, l.leader_id, l.term, CASE WHEN l.leader_id IS NOT NULL AND l.lease_expires_at > ${d.now} THEN 1 ELSE 0 END AS live,
-  ${rivalOf('l')} AS rival_priority FROM ${leaders} l WHERE l.ns ${inTempInput}`,
-      sql`${members} SELECT candidate_id FROM members`,
-      sql`SELECT ${d.now} AS db_now`,
-      sql`DELETE FROM ${inputTable}`,
-    ];
-    const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
-    const at = fill.length + 1;
-    const before = new Map<string, { term: number; mine: boolean }>();
-    for (const r of results[at] ?? []) before.set(String(r.ns), { term: Number(r.term), mine: sqlBool(r.mine) });
-    const unregistered = Number(results[at + 1]?.[0]?.unregistered ?? 0);
-    const after = new Map<string, Record<string, unknown>>();
-    for (const r of results[at + 7] ?? []) after.set(String(r.ns), r);
-    const memberIds = (results[at + 8] ?? []).map((r) => String(r.candidate_id)).sort();
-    const databaseNow = d.parseInstant(results[at + 9]?.[0]?.db_now) as Date;
-    const outcomes = input.namespaces.map((ns): GroupNsOutcome => {
-      const r = after.get(ns);
-      if (!r) return { ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false };
-      const leaderId = (r.leader_id as string | null) ?? null;
-      const live = leaderId !== null && sqlBool(r.live);
-      const term = Number(r.term);
-      const isLeader = live && leaderId === me;
-      const was = before.get(ns);
-      const rivalPriority = r.rival_priority === null || r.rival_priority === undefined ? null : Number(r.rival_priority);
-      return {
-        ns,
-        leaderId: live ? leaderId : null,
-        term,
-        isLeader,
-        acquired: isLeader && !(was?.mine && was.term === term),
-        handOver: isLeader && (!input.eligible || (rivalPriority !== null && rivalPriority > input.priority)),
       };
     });
     return { outcomes, members: memberIds, unregistered, databaseNow };
@@ -831,39 +795,49 @@ WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l 
     return (results[0] ?? []).map((r) => String(r.ns));
   }
 
-  async function vacateSqliteQueued(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean, waitMs: number | undefined): Promise<string[]> {
-    const fill = fillInput(namespaces);
-    const statements = [
-      ...fill,
-      sql`SELECT ns FROM ${leaders} WHERE ns ${inTempInput} AND leader_id = ${me} AND lease_expires_at > ${d.now}`,
-      sql`UPDATE ${history} SET
-  end_reason = (SELECT CASE WHEN l.lease_expires_at > ${d.now} THEN ${reason} ELSE ${'expired'} END FROM ${leaders} l WHERE l.ns = ${history}.ns),
-  ended_at = (SELECT CASE WHEN l.lease_expires_at > ${d.now} THEN ${d.now} ELSE l.lease_expires_at END FROM ${leaders} l WHERE l.ns = ${history}.ns)
-WHERE ns ${inTempInput} AND ended_at IS NULL AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${history}.ns AND l.leader_id = ${me})`,
-      sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${d.now} WHERE ns ${inTempInput} AND leader_id = ${me}`,
-      ...(unregister ? [sql`DELETE FROM ${candidates} WHERE ns ${inTempInput} AND candidate_id = ${me}`] : []),
-      sql`DELETE FROM ${inputTable}`,
-    ];
-    const results = await runProgram(dataSource, statements, { transaction: true, waitMs });
-    return (results[fill.length] ?? []).map((r) => String(r.ns));
-  }
-
   return {
     /** Whether `elect` vacates {@link GroupElectInput.release} in the tick's own transaction (PostgreSQL, MySQL). */
     foldsVacates: d.name !== 'sqlite',
 
-    /** One tick for every namespace of the group, in one transaction (PostgreSQL: one statement). */
-    async elect(input: GroupElectInput, state: { known: Set<string>; sqliteWaitMs?: number }): Promise<GroupElectOutcome> {
+    /**
+     * One tick for every namespace of the group, in one transaction (PostgreSQL: one statement).
+     * With {@link GroupElectInput.lockWaitMs}: when a lock wait runs out (a rival's transaction
+     * holds a row of a lease this candidate holds) or the waiting tick meets a deadlock, the
+     * tick runs again at once without waiting for any leader row (a second transaction; the
+     * first changed nothing), so the other namespaces are still renewed this tick.
+     */
+    async elect(
+      input: GroupElectInput,
+      state: { known: Set<string>; sqliteWaitMs?: number; /** Called before the rerun's transaction begins. */ beforeAttempt?: () => void },
+    ): Promise<GroupElectOutcome> {
       if (input.namespaces.length === 0 && (input.release?.size ?? 0) === 0) {
         return { outcomes: [], members: [], unregistered: 0, databaseNow: await this.clock(state.sqliteWaitMs) };
       }
+      const once = { conflictRetries: 0 };
+      const skipping: GroupElectInput = { ...input, lockWaitMs: undefined };
       switch (d.name) {
         case 'postgres':
-          return inOneStatement(dataSource, undefined, (m) => electPostgres(m, input));
+          if (input.lockWaitMs !== undefined) {
+            try {
+              return await inOneStatement(dataSource, undefined, (m) => electPostgres(m, input), once);
+            } catch (error) {
+              if (!isLockTimeout(error) && !d.isRetryableConflict(error)) throw error;
+            }
+          }
+          state.beforeAttempt?.();
+          return inOneStatement(dataSource, undefined, (m) => electPostgres(m, skipping));
         case 'mysql':
-          return inTransaction(dataSource, undefined, (m) => electMysql(m, input, state.known));
+          if (input.lockWaitMs !== undefined) {
+            try {
+              return await inTransaction(dataSource, undefined, (m) => electMysql(m, input, state.known), once);
+            } catch (error) {
+              if (!isLockTimeout(error) && !d.isRetryableConflict(error)) throw error;
+            }
+          }
+          state.beforeAttempt?.();
+          return inTransaction(dataSource, undefined, (m) => electMysql(m, skipping, state.known));
         case 'sqlite':
-          return isBetterSqlite(dataSource) ? electSqlite(input, state.sqliteWaitMs) : electSqliteQueued(input, state.sqliteWaitMs);
+          return electSqlite(input, state.sqliteWaitMs);
       }
     },
 
@@ -877,9 +851,7 @@ WHERE ns ${inTempInput} AND ended_at IS NULL AND term = (SELECT l.term FROM ${le
         case 'mysql':
           return inTransaction(dataSource, undefined, (m) => vacateMysql(m, sorted, me, reason, unregister));
         case 'sqlite':
-          return isBetterSqlite(dataSource)
-            ? vacateSqlite(sorted, me, reason, unregister, sqliteWaitMs)
-            : vacateSqliteQueued(sorted, me, reason, unregister, sqliteWaitMs);
+          return vacateSqlite(sorted, me, reason, unregister, sqliteWaitMs);
       }
     },
 

@@ -1,6 +1,10 @@
+// Kept in the emitted declarations, whose public types use Node's (EventEmitter, AbortSignal, Symbol.asyncDispose): TypeScript 7
+// projects load no @types by default (`types: []`).
+/// <reference types="node" preserve="true" />
 import { EventEmitter } from 'events';
 import type { DataSource } from 'typeorm';
 import { getDataSource } from '../db/default-data-source';
+import { outsideRuns } from '../db/run-guard';
 import { ValidationError } from '../errors';
 import { DemotionReason, ElectorErrorPhase, LeaderElectorError, LeadershipEndedError } from './elector';
 import { Lease, MAX_TIMER_MS, TICK_JITTER } from './elector-options';
@@ -8,9 +12,10 @@ import { assertEntitiesRegistered } from './entities-check';
 import { checkGroupOptions, CheckedGroupOptions, GroupTick, LeaderElectorGroupOptions } from './group-options';
 import { compareNs, fairShare, GroupElectOutcome, groupStoreOf, GroupStore } from './group-store';
 import type { VacateReason } from './history';
+import { LoopRun } from './loop-run';
 import { LocalDeadline } from './monotonic';
 import { pruneIfDue, settlesWithin } from './loop-support';
-import { listenForLeaseChanges, ListenSubscriber } from './pg-listener';
+import { LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from './pg-listener';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from './store';
 import { ClockSkewAlarm, measureClockSkew } from './tick';
@@ -52,6 +57,20 @@ interface Leadership {
 
 type State = 'idle' | 'running' | 'stopping';
 
+/** One run of the loop, from start() until its stop. */
+interface Run {
+  /** Its ticks, vacates, prunes and their timers: ended as soon as a stop begins. */
+  readonly loop: LoopRun;
+  starting: Promise<void> | undefined;
+  ticking: Promise<void> | undefined;
+  tickAgain: boolean;
+  tickTimer: NodeJS.Timeout | undefined;
+  vacating: Promise<void> | undefined;
+  pruning: Promise<void> | undefined;
+  /** PostgreSQL: the LISTEN subscription, closed by the stop. */
+  listening: LeaseChangeSubscription | undefined;
+}
+
 /**
  * One process campaigning for many namespaces (one lease per scheduled job, shard or tenant) at
  * the cost of one: each tick renews every held lease, acquires every vacant or expired one and
@@ -80,17 +99,11 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
   readonly #giving = new Map<string, VacateReason>();
   /** onStoppedLeading callbacks in flight, per namespace. */
   readonly #stoppedCallbacks = new Map<string, Promise<void>>();
-  #vacating: Promise<void> | undefined;
-  #tickTimer: NodeJS.Timeout | undefined;
-  #ticking: Promise<void> | undefined;
-  #tickAgain = false;
-  #run = 0;
+  /** The current run (from start() until its stop has finished). */
+  #run: Run | undefined;
   #sendMetadata = true;
-  #starting: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
-  #unlisten: (() => Promise<void>) | undefined;
   #removeSignalHandlers: (() => void) | undefined;
-  #pruning: Promise<void> | undefined;
   readonly #skewAlarm: ClockSkewAlarm;
 
   /** Validates the options (throws {@link ValidationError} naming the option); touches no database. */
@@ -171,7 +184,8 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     if (this.#namespaces.has(checked)) return;
     this.#namespaces.add(checked);
     this.#sendMetadata = true;
-    if (this.#state === 'running') await this.#tickLoop(true);
+    const run = this.#run;
+    if (this.#state === 'running' && run) await this.#tickLoop(run, true);
   }
 
   /**
@@ -187,7 +201,8 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
       this.#demote(checked, 'stopped');
       this.#giving.set(checked, 'resigned');
     }
-    if (this.#state === 'running' && this.#giving.has(checked)) await this.#flushVacates();
+    const run = this.#run;
+    if (this.#state === 'running' && run && this.#giving.has(checked)) await this.#flushVacates(run);
   }
 
   /**
@@ -198,7 +213,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
    */
   async start(): Promise<void> {
     if (this.#stopping) await this.#stopping;
-    if (this.#state === 'running') return this.#starting;
+    if (this.#state === 'running') return this.#run?.starting;
     const dataSource = this.#o.dataSource ?? getDataSource();
     if (!dataSource.isInitialized) {
       throw new ValidationError('options.dataSource', 'is not initialized: call `await initDb(dataSource)` before `group.start()`');
@@ -208,14 +223,28 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     this.#store = groupStoreOf(dataSource);
     this.#state = 'running';
     this.#sendMetadata = true;
-    const run = this.#run;
+    const run: Run = {
+      loop: new LoopRun(),
+      starting: undefined,
+      ticking: undefined,
+      tickAgain: false,
+      tickTimer: undefined,
+      vacating: undefined,
+      pruning: undefined,
+      listening: undefined,
+    };
+    this.#run = run;
+    if (this.#o.handleSignals) this.#removeSignalHandlers = stopOnSignals(this);
     const starting = (async () => {
-      if (this.#o.handleSignals) this.#removeSignalHandlers = stopOnSignals(this);
-      if (dataSource.options.type === 'postgres' && this.#o.listen) await this.#listen(dataSource, this.#o.listen.url);
-      if (this.#state !== 'running' || this.#run !== run) return;
-      await this.#tickLoop();
+      if (dataSource.options.type === 'postgres' && this.#o.listen) {
+        run.listening = this.#listen(dataSource, this.#o.listen.url);
+        // A stop meanwhile need not wait for the connection: it closes the subscription.
+        await Promise.race([run.listening.ready, run.loop.whenEnded()]);
+      }
+      if (run.loop.ended) return;
+      await this.#tickLoop(run);
     })();
-    this.#starting = starting;
+    run.starting = starting;
     return starting;
   }
 
@@ -226,13 +255,19 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
    * (history: `unregistered`), so the others take over at once (PostgreSQL) or on their next tick.
    * Never rejects; resolves within `stopTimeoutMs` whatever the database does (what has not
    * settled by then is abandoned and reported as phase `stop`; held leases then run out).
+   *
+   * When it has resolved, nothing the group started runs or is scheduled any more: no tick,
+   * vacate, prune, retry, LISTEN connection or reconnect; the DataSource may be destroyed at once.
+   * The one exception is a statement already sent that has not answered by the bound (it hangs):
+   * it stays in flight, and when it answers nothing follows from it — no further statement (only
+   * the ROLLBACK that ends the transaction it belongs to) and no event.
    */
   stop(): Promise<void> {
     if (this.#stopping) return this.#stopping;
     if (this.#state !== 'running') return Promise.resolve();
     this.#state = 'stopping';
-    clearTimeout(this.#tickTimer);
-    this.#tickTimer = undefined;
+    // No tick, vacate or prune starts any more, and those under way send no further statement.
+    this.#run?.loop.end();
     const held = new Map<string, number>();
     for (const [ns, leadership] of this.#leaderships) held.set(ns, leadership.lease.term);
     for (const ns of [...this.#leaderships.keys()]) this.#demote(ns, 'stopped');
@@ -247,7 +282,12 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     const stopBy = performance.now() + this.#o.stopTimeoutMs;
     const left = () => stopBy - performance.now();
     const pending: string[] = [];
-    if (!(await settlesWithin(Promise.all([this.#starting, this.#ticking, this.#vacating, this.#pruning]), left()))) {
+    const run = this.#run;
+    // The vacate below: ended when this stop is over, so that one abandoned at the bound sends nothing more.
+    const stopWork = new LoopRun();
+    // The tick and vacate in flight first: a tick answering after the final vacate could leave
+    // leases nobody renews. A prune is independent of the leases: waited for at the end.
+    if (run && !(await settlesWithin(Promise.all([run.starting, run.ticking, run.vacating]), left()))) {
       pending.push('the tick in flight answering');
     }
     // A tick that answered meanwhile may have started leaderships: they end here too.
@@ -256,20 +296,26 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     const finished = await settlesWithin(Promise.all([...this.#stoppedCallbacks.values()]), left());
     if (!finished) pending.push('onStoppedLeading settling (the leases are left to run out, not vacated)');
     const store = this.#store;
-    if (store && finished) {
+    // With no time left the vacate would only be abandoned mid-way: the leases run out instead.
+    if (store && finished && left() > 0) {
       const all = [...new Set([...this.#namespaces, ...this.#giving.keys()])];
       let failed: unknown;
-      const vacating = store.vacate(all, this.candidateId, 'unregistered', true).catch((error: unknown) => {
-        failed = error ?? new Error('vacating failed');
-      });
-      if (!(await settlesWithin(vacating, left()))) pending.push('vacating the leases');
+      const vacating = stopWork
+        .start(() => store.vacate(all, this.candidateId, 'unregistered', true))
+        ?.catch((error: unknown) => {
+          failed = error ?? new Error('vacating failed');
+        });
+      if (!(await settlesWithin(vacating ?? Promise.resolve(), left()))) pending.push('vacating the leases');
       else if (failed !== undefined) this.#report('stop', null, 'vacating the leases failed; they and the candidate rows will expire by themselves', failed);
       else for (const [ns, term] of held) this.#observe(ns, null, term);
       this.#giving.clear();
     }
-    const unlisten = this.#unlisten;
-    this.#unlisten = undefined;
-    if (unlisten) await settlesWithin(unlisten().catch((error: unknown) => this.#report('listen', null, 'closing the LISTEN connection failed', error)), left());
+    const listening = run?.listening;
+    if (run) run.listening = undefined;
+    // Ends the connection attempt, reconnects and probe at once; the server's goodbye is waited
+    // for within the bound (closing bounds itself to about a second).
+    if (listening) await settlesWithin(listening.close().catch((error: unknown) => this.#report('listen', null, 'closing the LISTEN connection failed', error)), left());
+    if (run && !(await run.loop.settled(left()))) pending.push('a prune in flight answering');
     if (pending.length > 0) {
       this.#report(
         'stop',
@@ -278,10 +324,8 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
         new Error('abandoned: a lease still held at the database runs out by itself'),
       );
     }
-    this.#ticking = undefined;
-    this.#vacating = undefined;
-    this.#starting = undefined;
-    this.#run++;
+    stopWork.end();
+    if (this.#run === run) this.#run = undefined;
     this.#removeSignalHandlers?.();
     this.#removeSignalHandlers = undefined;
     this.#state = 'idle';
@@ -294,60 +338,67 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
 
   // ---- the loop -------------------------------------------------------------------------------
 
-  /** Runs ticks until no extra one was requested, then schedules the next. Never rejects. */
-  async #tickLoop(again = false): Promise<void> {
-    if (this.#ticking) {
-      this.#tickAgain = true;
+  /** Runs ticks of `run` until no extra one was requested, then schedules the next. Never rejects. */
+  async #tickLoop(run: Run, again = false): Promise<void> {
+    if (run.ticking) {
+      run.tickAgain = true;
       // A caller that needs a tick started after now (add) waits for the repeat too.
-      if (again) while (this.#ticking) await this.#ticking;
-      else await this.#ticking;
+      if (again) while (run.ticking) await run.ticking;
+      else await run.ticking;
       return;
     }
-    clearTimeout(this.#tickTimer);
-    this.#tickTimer = undefined;
-    const run = this.#run;
-    const loop = async () => {
+    run.loop.clear(run.tickTimer);
+    run.tickTimer = undefined;
+    const ticking = run.loop.start(async () => {
       do {
-        this.#tickAgain = false;
+        run.tickAgain = false;
         await this.#tick(run);
-      } while (this.#tickAgain && this.#state === 'running' && this.#run === run);
-    };
-    const ticking = loop();
-    this.#ticking = ticking;
+      } while (run.tickAgain && !run.loop.ended);
+    });
+    if (!ticking) return;
+    run.ticking = ticking;
     try {
       await ticking;
     } finally {
-      if (this.#ticking === ticking) this.#ticking = undefined;
+      if (run.ticking === ticking) run.ticking = undefined;
     }
-    if (this.#state === 'running' && this.#run === run) this.#schedule();
+    this.#schedule(run);
   }
 
-  #schedule(): void {
-    clearTimeout(this.#tickTimer);
+  #schedule(run: Run): void {
+    run.loop.clear(run.tickTimer);
     const jitter = 1 - TICK_JITTER + 2 * TICK_JITTER * Math.random();
-    this.#tickTimer = setTimeout(() => {
-      this.#tickTimer = undefined;
-      void this.#tickLoop();
+    run.tickTimer = run.loop.timer(() => {
+      run.tickTimer = undefined;
+      void this.#tickLoop(run);
     }, this.#o.intervalMs * jitter);
   }
 
   #kick(): void {
-    if (this.#state === 'running') void this.#tickLoop();
+    const run = this.#run;
+    if (this.#state === 'running' && run) void this.#tickLoop(run);
   }
 
-  async #tick(run: number): Promise<void> {
+  /** One tick of `run` (once the run has ended, its late answer is ignored). */
+  async #tick(run: Run): Promise<void> {
     const store = this.#store;
     if (!store) return;
     // Leases given up whose onStoppedLeading has settled: vacated by this tick's own transaction
     // (where the store can), instead of being renewed.
     const release = new Map<string, VacateReason>();
-    if (store.foldsVacates && !this.#vacating) {
+    if (store.foldsVacates && !run.vacating) {
       for (const [ns, reason] of this.#giving) if (!this.#stoppedCallbacks.has(ns)) release.set(ns, reason);
     }
     const namespaces = [...this.#namespaces].filter((ns) => !release.has(ns)).sort(compareNs);
-    const deadline = LocalDeadline.startingNow(this.#o.clock, this.#o.expireSeconds * 1000);
-    const sentAtWallMs = deadline.startedAt.getTime();
     const sentAt = performance.now();
+    // The local deadline starts when the transaction that renews begins: the tick's first, or the
+    // rerun after a lock wait ran out (a lease written by that transaction ends no earlier).
+    let deadline = LocalDeadline.startingNow(this.#o.clock, this.#o.expireSeconds * 1000);
+    let attemptAt = sentAt;
+    const beforeAttempt = () => {
+      deadline = LocalDeadline.startingNow(this.#o.clock, this.#o.expireSeconds * 1000);
+      attemptAt = performance.now();
+    };
     const sendingMetadata = this.#sendMetadata;
     let result: GroupElectOutcome;
     try {
@@ -361,34 +412,35 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
           metadataJson: sendingMetadata ? this.#o.metadataJson : undefined,
           balance: this.#o.balance,
           release,
+          lockWaitMs: this.#lockWaitMs(),
         },
-        { known: this.#known },
+        { known: this.#known, beforeAttempt },
       );
     } catch (error) {
-      if (this.#run !== run) return;
+      if (run.loop.ended) return;
       const failure = this.#report('tick', null, `the group's tick failed (retrying in about ${Math.round(this.#o.intervalMs)} ms)`, error);
       for (const ns of [...this.#leaderships.keys()]) this.#current(ns); // demotes leases whose deadline passed
       this.#emitTick({ durationSeconds: (performance.now() - sentAt) / 1000, namespaces: namespaces.length, held: this.#leaderships.size, acquired: 0, lost: 0, members: 0, clockSkew: null, error: failure });
       return;
     }
-    if (this.#run !== run) return;
+    // The answer of a tick whose run was stopped meanwhile: stop() ends every leadership and
+    // vacates the leases itself.
+    if (run.loop.ended) return;
     const durationMs = performance.now() - sentAt;
     this.#sendMetadata = !sendingMetadata && result.unregistered > 0;
     const counts = { acquired: 0, lost: 0 };
-    if (this.#state === 'running') {
-      const vacated = new Map((result.released ?? []).map((r) => [r.ns, r.term]));
-      const skipped = new Set(result.releaseSkipped ?? []);
-      for (const [ns, reason] of release) {
-        // Vacated, or no longer held; one still held but locked by another transaction is retried.
-        if (this.#giving.get(ns) === reason && !skipped.has(ns)) this.#giving.delete(ns);
-        const term = vacated.get(ns);
-        if (term !== undefined) this.#observe(ns, null, term);
-      }
-      this.#apply(result, deadline, counts);
-      if (!store.foldsVacates) void this.#flushVacates();
-      this.#maybePrune();
+    const vacated = new Map((result.released ?? []).map((r) => [r.ns, r.term]));
+    const skipped = new Set(result.releaseSkipped ?? []);
+    for (const [ns, reason] of release) {
+      // Vacated, or no longer held; one still held but locked by another transaction is retried.
+      if (this.#giving.get(ns) === reason && !skipped.has(ns)) this.#giving.delete(ns);
+      const term = vacated.get(ns);
+      if (term !== undefined) this.#observe(ns, null, term);
     }
-    const clockSkew = measureClockSkew(result.databaseNow, sentAtWallMs, durationMs);
+    this.#apply(run, result, deadline, counts);
+    if (!store.foldsVacates) void this.#flushVacates(run);
+    this.#maybePrune(run);
+    const clockSkew = measureClockSkew(result.databaseNow, deadline.startedAt.getTime(), performance.now() - attemptAt);
     this.#emitTick({
       durationSeconds: durationMs / 1000,
       namespaces: namespaces.length,
@@ -403,7 +455,20 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     if (warning) this.#report('clock', null, warning, new Error('leases are judged by the database clock alone; check NTP on this host and the database server'));
   }
 
-  #apply(result: GroupElectOutcome, deadline: LocalDeadline, counts: { acquired: number; lost: number }): void {
+  /**
+   * How long a tick waits for a lock on the leader row of a lease this group holds (its own
+   * fenced transactions take it for a moment): half a tick interval, and at most half of what
+   * is left of a lease the previous tick renewed (the lease minus the longest interval), so that
+   * a transaction holding such a row for longer (a rival's) delays the renewal of the other
+   * leases by a fraction of their remaining time. From the options alone: a lease that could not
+   * be renewed for a while must not shorten the wait for the others.
+   */
+  #lockWaitMs(): number {
+    const left = this.#o.expireSeconds * 1000 - this.#o.intervalMs * (1 + TICK_JITTER);
+    return Math.max(1, Math.floor(Math.min(this.#o.intervalMs, left) / 2));
+  }
+
+  #apply(run: Run, result: GroupElectOutcome, deadline: LocalDeadline, counts: { acquired: number; lost: number }): void {
     const me = this.candidateId;
     const handOver: string[] = [];
     for (const outcome of result.outcomes) {
@@ -432,7 +497,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
         this.#observe(ns, outcome.leaderId, outcome.term);
         continue;
       }
-      if (!outcome.isLeader && this.#giving.has(ns) && !this.#vacating) this.#giving.delete(ns);
+      if (!outcome.isLeader && this.#giving.has(ns) && !run.vacating) this.#giving.delete(ns);
       if (outcome.isLeader && !deadline.passed) {
         if (current && current.lease.term === outcome.term && !outcome.acquired) {
           current.deadline = deadline;
@@ -482,15 +547,16 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
    * keep renewing them meanwhile, so nobody else starts early. A failure is reported and retried
    * after the next tick.
    */
-  #flushVacates(): Promise<void> {
-    if (this.#vacating) return this.#vacating;
+  #flushVacates(run: Run): Promise<void> {
+    if (run.vacating) return run.vacating;
     if (this.#giving.size === 0 || !this.#store) return Promise.resolve();
     const store = this.#store;
     const batch = new Map(this.#giving);
-    const vacating = (async () => {
+    const vacating = run.loop.start(async () => {
       await Promise.all([...batch.keys()].map((ns) => this.#stoppedCallbacks.get(ns)));
-      if (this.#state !== 'running') return;
       for (const reason of new Set(batch.values())) {
+        // stop() vacates every lease itself.
+        if (run.loop.ended) return;
         const names = [...batch].filter(([, r]) => r === reason).map(([ns]) => ns);
         try {
           await store.vacate(names, this.candidateId, reason, false);
@@ -500,34 +566,31 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
             if (observed?.leaderId === this.candidateId && observed.term !== null) this.#observe(ns, null, observed.term);
           }
         } catch (error) {
-          this.#report('hand-over', null, `vacating ${names.length} lease(s) failed (retried after the next tick)`, error);
+          if (!run.loop.ended) this.#report('hand-over', null, `vacating ${names.length} lease(s) failed (retried after the next tick)`, error);
         }
       }
-    })();
-    const tracked = vacating.finally(() => {
-      if (this.#vacating === tracked) this.#vacating = undefined;
     });
-    this.#vacating = tracked;
+    if (!vacating) return Promise.resolve();
+    const tracked = vacating.finally(() => {
+      if (run.vacating === tracked) run.vacating = undefined;
+    });
+    run.vacating = tracked;
     return tracked;
   }
 
-  #maybePrune(): void {
+  #maybePrune(run: Run): void {
     const dataSource = this.#dataSource;
-    if (!dataSource || this.#pruning) return;
-    const started = pruneIfDue(dataSource, this.#o);
-    if (!started) return;
-    const run = this.#run;
-    const pruning: Promise<void> = started
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          if (this.#run === run) this.#report('prune', null, 'pruning expired candidates or old history failed (retried later)', error);
-        },
-      )
-      .finally(() => {
-        if (this.#pruning === pruning) this.#pruning = undefined;
-      });
-    this.#pruning = pruning;
+    if (!dataSource || run.pruning) return;
+    const pruning = run.loop.start(async () => {
+      try {
+        await pruneIfDue(dataSource, this.#o);
+      } catch (error) {
+        if (!run.loop.ended) this.#report('prune', null, 'pruning expired candidates or old history failed (retried later)', error);
+      } finally {
+        run.pruning = undefined;
+      }
+    });
+    if (pruning) run.pruning = pruning;
   }
 
   // ---- leadership, per namespace ------------------------------------------------------------------
@@ -574,7 +637,8 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     this.#leaderships.delete(ns);
     clearTimeout(leadership.timer);
     const { lease } = leadership;
-    leadership.controller.abort(new LeadershipEndedError(lease, reason));
+    // The signal's listeners are user code: outside the loop's run (see `db/run-guard.ts`).
+    outsideRuns(() => leadership.controller.abort(new LeadershipEndedError(lease, reason)));
     const onStoppedLeading = this.#o.onStoppedLeading;
     if (onStoppedLeading) {
       const settled = this.#callback(ns, 'onStoppedLeading', () => onStoppedLeading(lease));
@@ -600,7 +664,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
 
   // ---- PostgreSQL LISTEN ----------------------------------------------------------------------
 
-  async #listen(dataSource: DataSource, url: string | undefined): Promise<void> {
+  #listen(dataSource: DataSource, url: string | undefined): LeaseChangeSubscription {
     const subscriber: ListenSubscriber = {
       ns: '',
       matches: (ns) => this.#namespaces.has(ns),
@@ -609,7 +673,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
       onResync: () => this.#kick(),
       onUnavailable: (error) => this.#report('listen', null, 'LISTEN does not deliver notifications here; falling back to ticks', error),
     };
-    this.#unlisten = await listenForLeaseChanges(dataSource, subscriber, { url });
+    return subscribeToLeaseChanges(dataSource, subscriber, { url });
   }
 
   #onLeaseChange(change: LeaseChange): void {
@@ -633,7 +697,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
       this.#report('callback', ns, `${name} threw`, error);
     };
     try {
-      return Promise.resolve(fn()).then(() => undefined, report);
+      return Promise.resolve(outsideRuns(fn)).then(() => undefined, report);
     } catch (error) {
       report(error);
       return Promise.resolve();
@@ -646,7 +710,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
 
   #emitSafely<K extends 'elected' | 'demoted' | 'leader' | 'tick'>(event: K, ...args: LeaderElectorGroupEvents[K]): void {
     try {
-      (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
+      outsideRuns(() => (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args));
     } catch (error) {
       this.#report('callback', null, `a '${event}' listener threw`, error);
     }
@@ -656,7 +720,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     const error = new LeaderElectorGroupError(phase, this.candidateId, ns, message, cause);
     if (this.listenerCount('error') > 0) {
       try {
-        this.emit('error', error);
+        outsideRuns(() => this.emit('error', error));
         return error;
       } catch (listenerError) {
         this.#log(new LeaderElectorGroupError('callback', this.candidateId, null, "an 'error' listener threw", listenerError));
@@ -668,7 +732,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
 
   #log(error: LeaderElectorGroupError): void {
     try {
-      this.#o.logger.error(`gemstone-utils: ${error.message}`, error);
+      outsideRuns(() => this.#o.logger.error(`gemstone-utils: ${error.message}`, error));
     } catch {
       // A broken logger must not take the loop down with it.
     }

@@ -2,8 +2,11 @@ import { randomUUID } from 'crypto';
 import type { DataSource } from 'typeorm';
 import type { ClientConfig, Client as PgClient, Notification } from 'pg';
 import { contextOf } from '../db/context';
+import { outsideRuns } from '../db/run-guard';
 import { execute } from '../db/session';
 import { sql } from '../db/sql';
+import { LoopRun } from './loop-run';
+import { settlesWithin } from './loop-support';
 import { LEADER_TABLE } from './schema';
 import { NOTIFY_CHANNEL, LeaseChange } from './store';
 
@@ -143,17 +146,20 @@ function probeToken(payload: string | undefined): string | undefined {
 class PgListener {
   readonly #dataSource: DataSource;
   readonly #target: ListenTarget;
+  /** Connection attempts, probes and reconnect timers: ended by {@link close}. */
+  readonly #run = new LoopRun();
   /** The probe of the current connection, waiting for its notification. */
-  #probe: { token: string; arrived: () => void } | undefined;
+  #probe: { token: string; settle: (delivered: boolean) => void } | undefined;
   /** The probe failed: LISTEN does not deliver here; no more connections are made. */
   #unavailable: Error | undefined;
   readonly #subscribers = new Set<ListenSubscriber>();
   #client: PgClient | undefined;
+  /** The client of the connection attempt under way (close() ends it too). */
+  #connectingClient: PgClient | undefined;
   /** Settles when the current connection attempt is listening (or failed). */
   #connecting: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #failures = 0;
-  #closed = false;
   #hadConnection = false;
   #watched: WatchedTable | undefined;
 
@@ -162,15 +168,16 @@ class PgListener {
     this.#target = target;
   }
 
-  /** Adds a subscriber; resolves once LISTEN is active, or after the first attempt failed (reported to `onError`). */
-  async add(subscriber: ListenSubscriber): Promise<void> {
+  /** Adds a subscriber; settles once LISTEN is active, or after the first attempt failed (reported to `onError`). Never rejects. */
+  add(subscriber: ListenSubscriber): Promise<void> {
     this.#subscribers.add(subscriber);
     if (this.#unavailable) {
-      subscriber.onUnavailable(this.#unavailable);
-      return;
+      const unavailable = this.#unavailable;
+      outsideRuns(() => subscriber.onUnavailable(unavailable));
+      return Promise.resolve();
     }
     if (!this.#client && !this.#connecting && !this.#retryTimer) this.#startConnecting();
-    if (this.#connecting) await this.#connecting;
+    return this.#connecting ?? Promise.resolve();
   }
 
   /** Removes a subscriber; returns true when it was the last one (then call {@link close}). */
@@ -180,31 +187,30 @@ class PgListener {
   }
 
   /**
-   * Stops listening. A connection attempt still under way closes itself when it completes, and
-   * a goodbye to an unresponsive server is not waited for beyond {@link CLOSE_WAIT_MS}: stopping
-   * an elector must not hang on its optional LISTEN connection.
+   * Stops listening: no reconnect is scheduled any more, a connection attempt under way is ended
+   * with the connection, the probe sends nothing more. Resolves once all of that has settled, or
+   * after {@link CLOSE_WAIT_MS} at most (a goodbye to an unresponsive server is not waited for:
+   * stopping an elector must not hang on its optional LISTEN connection).
    */
   async close(): Promise<void> {
-    this.#closed = true;
-    clearTimeout(this.#retryTimer);
+    this.#run.end();
     this.#retryTimer = undefined;
-    const client = this.#client;
+    this.#probe?.settle(false);
+    const clients = [this.#client, this.#connectingClient].filter((c): c is PgClient => c !== undefined);
     this.#client = undefined;
-    if (!client) return;
-    let timer: NodeJS.Timeout | undefined;
-    const gaveUp = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, CLOSE_WAIT_MS);
-      timer.unref();
-    });
-    await Promise.race([client.end().catch(() => undefined), gaveUp]);
-    clearTimeout(timer);
+    const ending = clients.map((client) => client.end().catch(() => undefined));
+    await settlesWithin(Promise.all([...ending, this.#run.settled(CLOSE_WAIT_MS)]), CLOSE_WAIT_MS);
   }
 
   #startConnecting(): void {
+    const attempt = this.#run.start(() => this.#connect());
+    if (!attempt) return;
     // `finally` runs asynchronously, so this clears the field even when #connect fails at once.
-    const connecting: Promise<void> = this.#connect().finally(() => {
-      if (this.#connecting === connecting) this.#connecting = undefined;
-    });
+    const connecting: Promise<void> = attempt
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.#connecting === connecting) this.#connecting = undefined;
+      });
     this.#connecting = connecting;
   }
 
@@ -228,6 +234,7 @@ class PgListener {
     client.on('error', fail);
     client.on('end', () => fail(new Error('gemstone-utils: the LISTEN connection was closed by the server')));
     client.on('notification', (message: Notification) => this.#deliver(message));
+    this.#connectingClient = client;
     try {
       await client.connect();
       await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
@@ -235,19 +242,21 @@ class PgListener {
     } catch (error) {
       fail(error);
       return;
+    } finally {
+      if (this.#connectingClient === client) this.#connectingClient = undefined;
     }
     if (failed) return;
-    if (this.#closed) {
+    if (this.#run.ended) {
       failed = true;
       await client.end().catch(() => undefined);
       return;
     }
     this.#client = client;
     this.#failures = 0;
-    if (this.#hadConnection) for (const s of [...this.#subscribers]) s.onResync();
+    if (this.#hadConnection) for (const s of [...this.#subscribers]) outsideRuns(() => s.onResync());
     this.#hadConnection = true;
     // Not awaited: start() need not wait for the answer (milliseconds unless LISTEN is broken).
-    void this.#checkDelivery(client);
+    void this.#run.start(() => this.#checkDelivery(client));
   }
 
   /**
@@ -261,25 +270,25 @@ class PgListener {
     const token = randomUUID();
     let timer: NodeJS.Timeout | undefined;
     const arrived = new Promise<boolean>((resolve) => {
-      this.#probe = { token, arrived: () => resolve(true) };
-      timer = setTimeout(() => resolve(false), DEFAULT_LISTEN_PROBE_TIMEOUT_MS);
-      timer.unref();
+      this.#probe = { token, settle: resolve };
+      timer = this.#run.timer(() => resolve(false), DEFAULT_LISTEN_PROBE_TIMEOUT_MS, false);
     });
     try {
       const payload: ProbePayload = { probe: token };
       const context = contextOf(this.#dataSource);
       await execute(context, this.#dataSource.manager, sql`SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), CAST(${JSON.stringify(payload)} AS text))`);
     } catch {
-      // The database is unreachable through the DataSource: nothing learnt; ticks report it.
-      clearTimeout(timer);
+      // The database is unreachable through the DataSource (or the listener closed): nothing
+      // learnt; ticks report it.
+      this.#run.clear(timer);
       if (this.#probe?.token === token) this.#probe = undefined;
       return;
     }
     const delivered = await arrived;
-    clearTimeout(timer);
+    this.#run.clear(timer);
     if (this.#probe?.token === token) this.#probe = undefined;
     // Closed, or replaced by a reconnect (which probes again), meanwhile.
-    if (delivered || this.#closed || this.#client !== client) return;
+    if (delivered || this.#run.ended || this.#client !== client) return;
     this.#unavailable = new Error(
       `gemstone-utils: a NOTIFY sent through the DataSource did not arrive on the LISTEN connection within ${DEFAULT_LISTEN_PROBE_TIMEOUT_MS} ms. ` +
         'This is what a transaction-mode connection pooler (PgBouncer pool_mode=transaction, and the like) between the application and ' +
@@ -292,19 +301,23 @@ class PgListener {
     client.removeAllListeners('end');
     client.on('error', () => undefined);
     client.end().catch(() => undefined);
-    for (const s of [...this.#subscribers]) s.onUnavailable(this.#unavailable);
+    const unavailable = this.#unavailable;
+    for (const s of [...this.#subscribers]) outsideRuns(() => s.onUnavailable(unavailable));
   }
 
   #scheduleReconnect(error: Error): void {
-    if (this.#closed) return;
-    for (const s of [...this.#subscribers]) s.onError(error);
+    if (this.#run.ended) return;
+    for (const s of [...this.#subscribers]) outsideRuns(() => s.onError(error));
     const delay = Math.min(DEFAULT_LISTEN_RECONNECT_MAX_MS, DEFAULT_LISTEN_RECONNECT_MIN_MS * 2 ** this.#failures++);
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = undefined;
-      if (!this.#closed) this.#startConnecting();
-    }, delay * (0.5 + Math.random() / 2));
     // A reconnect never has to keep the process alive on its own: the elector's tick timer does.
-    this.#retryTimer.unref();
+    this.#retryTimer = this.#run.timer(
+      () => {
+        this.#retryTimer = undefined;
+        this.#startConnecting();
+      },
+      delay * (0.5 + Math.random() / 2),
+      false,
+    );
   }
 
   /**
@@ -323,31 +336,46 @@ class PgListener {
   }
 
   #deliver(message: Notification): void {
-    if (message.channel !== NOTIFY_CHANNEL) return;
+    if (message.channel !== NOTIFY_CHANNEL || this.#run.ended) return;
     const probe = this.#probe;
     if (probe && probeToken(message.payload) === probe.token) {
-      probe.arrived();
+      probe.settle(true);
       return;
     }
     const change = parseChange(message.payload, this.#watched);
     if (!change) return;
-    for (const s of [...this.#subscribers]) if (s.matches ? s.matches(change.ns) : s.ns === change.ns) s.onChange(change);
+    for (const s of [...this.#subscribers]) {
+      if (s.matches ? s.matches(change.ns) : s.ns === change.ns) outsideRuns(() => s.onChange(change));
+    }
   }
 }
 
 /** One listener per DataSource and target address ('' for the DataSource's own). */
 const listeners = new WeakMap<DataSource, Map<string, PgListener>>();
 
+/** A subscription to lease changes (see {@link subscribeToLeaseChanges}). */
+export interface LeaseChangeSubscription {
+  /**
+   * Settles once LISTEN is active, once the first attempt failed (which `onError` receives; it
+   * keeps reconnecting), or once the subscription is closed. Never rejects.
+   */
+  readonly ready: Promise<void>;
+  /**
+   * Unsubscribes; the last subscriber of a connection closes it. Resolves once nothing the
+   * connection started runs any more (reconnects, probe), within about a second.
+   */
+  close(): Promise<void>;
+}
+
 /**
  * Subscribes to lease changes of `subscriber.ns` on the shared LISTEN connection of the
- * DataSource and target. Resolves once listening (or once the first attempt failed, which
- * `onError` receives; it keeps reconnecting). Returns the function that unsubscribes.
+ * DataSource and target, at once: the subscription can be closed before it is ready.
  */
-export async function listenForLeaseChanges(
+export function subscribeToLeaseChanges(
   dataSource: DataSource,
   subscriber: ListenSubscriber,
   target: ListenTarget = { url: undefined },
-): Promise<() => Promise<void>> {
+): LeaseChangeSubscription {
   let byTarget = listeners.get(dataSource);
   if (!byTarget) listeners.set(dataSource, (byTarget = new Map()));
   const key = target.url ?? '';
@@ -355,11 +383,19 @@ export async function listenForLeaseChanges(
   if (!listener) byTarget.set(key, (listener = new PgListener(dataSource, target)));
   const own = listener;
   const map = byTarget;
-  await own.add(subscriber);
-  return async () => {
-    if (!own.remove(subscriber)) return;
-    // Forget it before closing, so a new subscriber gets a fresh listener instead of a closing one.
-    if (map.get(key) === own) map.delete(key);
-    await own.close();
+  let closed!: () => void;
+  const closedPromise = new Promise<void>((resolve) => (closed = resolve));
+  const ready = Promise.race([own.add(subscriber), closedPromise]);
+  let closing: Promise<void> | undefined;
+  return {
+    ready,
+    close: () =>
+      (closing ??= (async () => {
+        closed();
+        if (!own.remove(subscriber)) return;
+        // Forget it before closing, so a new subscriber gets a fresh listener instead of a closing one.
+        if (map.get(key) === own) map.delete(key);
+        await own.close();
+      })()),
   };
 }

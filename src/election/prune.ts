@@ -1,8 +1,8 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
-import { dataSourceOfSession, execute, inOneStatement, runnerOf, Session } from '../db/session';
+import { dataSourceOfSession, execute, executeRaw, inOneStatement, runnerOf, Session } from '../db/session';
 import { runProgram } from '../db/sqlite-atomic';
-import { raw, render, sql, SqlFragment } from '../db/sql';
+import { raw, sql, SqlFragment } from '../db/sql';
 import { ValidationError } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
 import { DEFAULT_HISTORY_RETENTION_SECONDS } from './history';
@@ -64,8 +64,7 @@ function affected(result: unknown): number {
 }
 
 async function deleteWith(context: DbContext, manager: EntityManager, statement: SqlFragment): Promise<number> {
-  const { text, values } = render(statement, context.dialect.placeholders);
-  return affected(await manager.query(text, [...values]));
+  return affected(await executeRaw(context, manager, statement));
 }
 
 /** What one prune deletes: rows of `table` whose `column` (an instant) is older than the retention; `key` orders the batch. */

@@ -1,11 +1,12 @@
 import { createHash } from 'crypto';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
 import type { DialectName } from '../db/dialect';
+import { endImplicitTransaction } from '../db/mysql-session';
 import type { TableInstaller } from '../db/registry';
 import { execute, inTransaction } from '../db/session';
 import { outsideTransactions } from '../db/sqlite-atomic';
-import { raw, RawSql, render, sql, SqlFragment } from '../db/sql';
+import { raw, RawSql, sql, SqlFragment } from '../db/sql';
 import { ElectionCandidate } from '../../entities/ElectionCandidate';
 import { ElectionHistory } from '../../entities/ElectionHistory';
 import { ElectionLeader } from '../../entities/ElectionLeader';
@@ -257,7 +258,8 @@ export function identityDropStatements(dialect: DialectName, names: TableNames, 
 }
 
 /** Which of the step-2 candidate columns the candidate table has (none when it is missing). */
-export async function identityColumnsPresent(context: DbContext, manager: Pick<EntityManager, 'query'>): Promise<IdentityColumn[]> {
+export async function identityColumnsPresent(context: DbContext, session: EntityManager | QueryRunner): Promise<IdentityColumn[]> {
+  const manager = 'startTransaction' in session ? session.manager : session;
   const table = context.tableName(CANDIDATE_TABLE);
   let statement: SqlFragment;
   switch (context.dialect.name) {
@@ -272,15 +274,14 @@ export async function identityColumnsPresent(context: DbContext, manager: Pick<E
       statement = sql`SELECT name FROM pragma_table_info(${table})`;
       break;
   }
-  const { text, values } = render(statement, context.dialect.placeholders);
-  const rows: Array<Record<string, unknown>> = await manager.query(text, [...values]);
+  const rows = await execute(context, manager, statement);
   const names = new Set(rows.map((row) => String(row.name ?? row.NAME ?? row.COLUMN_NAME)));
   return IDENTITY_COLUMNS.filter((column) => names.has(column));
 }
 
 /** The step-2 candidate columns the candidate table lacks. */
-export async function identityColumnsMissing(context: DbContext, manager: Pick<EntityManager, 'query'>): Promise<IdentityColumn[]> {
-  const present = await identityColumnsPresent(context, manager);
+export async function identityColumnsMissing(context: DbContext, session: EntityManager | QueryRunner): Promise<IdentityColumn[]> {
+  const present = await identityColumnsPresent(context, session);
   return IDENTITY_COLUMNS.filter((column) => !present.includes(column));
 }
 
@@ -408,7 +409,8 @@ async function installMysql(dataSource: DataSource, context: DbContext): Promise
       });
     }
     const [saved] = await execute<{ t: unknown }>(context, m, sql`SELECT @@SESSION.lock_wait_timeout AS t`);
-    await execute(context, m, sql`SET SESSION lock_wait_timeout = ${Math.ceil(DDL_LOCK_TIMEOUT_MS / 1000)}`);
+    // A server-side parameter is a double, which the variable refuses: cast to its type.
+    await execute(context, m, sql`SET SESSION lock_wait_timeout = CAST(${Math.ceil(DDL_LOCK_TIMEOUT_MS / 1000)} AS UNSIGNED)`);
     try {
       await withDdlLockRetries(async () => {
         const missing = await identityColumnsMissing(context, m);
@@ -421,10 +423,15 @@ async function installMysql(dataSource: DataSource, context: DbContext): Promise
         }
       });
     } finally {
-      await execute(context, m, sql`SET SESSION lock_wait_timeout = ${Number(saved?.t)}`);
+      await execute(context, m, sql`SET SESSION lock_wait_timeout = CAST(${Number(saved?.t)} AS UNSIGNED)`);
     }
   } finally {
-    await runner.release();
+    try {
+      // Autocommit off: the reads above opened a transaction; the connection goes back to the pool without it.
+      await endImplicitTransaction(dataSource, runner);
+    } finally {
+      await runner.release();
+    }
   }
 }
 

@@ -4,8 +4,9 @@ import { getDataSource } from '../db/default-data-source';
 import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, Session, withManager } from '../db/session';
 import { NotLeaderError, ValidationError } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
+import { electsLocked } from './paths';
 import { createSqlitePrograms, SqlitePrograms } from './sqlite-programs';
-import { createStore, decide, ElectionStore, LeaderRow, MariadbFeatures, ObservedLeader } from './store';
+import { createStore, decide, ElectionStore, LeaderRow, ObservedLeader } from './store';
 import { checkWatchOptions, LeaderWatch, MissedTerm, WatchOptions } from './watch';
 import { checkHistoryOptions, createHistoryStatements, GetHistoryOptions, HistoryEntry, HistoryStatements, VacateReason } from './history';
 import {
@@ -126,26 +127,16 @@ function toInfo(row: LeaderRow): LeaderInfo {
   };
 }
 
+/**
+ * PostgreSQL: how many times `elect` runs its one statement when the leader row changed hands
+ * while the statement waited for its lock (see `store.electInOneStatement`) before it takes the
+ * locked path.
+ */
+const ONE_STATEMENT_ATTEMPTS = 3;
+
 /** A follower's outcome: the lease of `row` is unexpired and held by someone else. */
 function followerOutcome(ns: string, row: LeaderRow, wasRegistered: boolean): ElectOutcome {
   return { ns, leaderId: row.leaderId, term: row.term, isLeader: false, acquired: false, handOver: false, wasRegistered, databaseNow: row.now };
-}
-
-/** MariaDB: the renewal in one statement (see `store.renewInOneStatement`); undefined when it did not match. */
-async function renewInOneStatement(
-  m: EntityManager,
-  store: ElectionStore,
-  ns: string,
-  id: string,
-  term: number,
-  expire: number,
-  fields: CandidateFields,
-): Promise<ElectOutcome | undefined> {
-  const renewed = await store.renewInOneStatement(m, ns, id, term, expire, fields);
-  // Autocommit off on this connection: the statement opened a transaction; it is ours to end.
-  if (renewed.inTransaction) await m.query('COMMIT');
-  if (!renewed.matched) return undefined;
-  return { ns, leaderId: id, term, isLeader: true, acquired: false, handOver: false, wasRegistered: true, databaseNow: renewed.databaseNow as Date };
 }
 
 /**
@@ -267,108 +258,38 @@ export class ElectionService {
     const { ns, session } = checked;
     const expire = this.#expireSeconds;
     const dataSource = this.#resolve(session);
-    const sqlite = this.#sqlite(dataSource, session);
+    // A test hook (see `paths.ts`): the locked path only, whatever fast path would apply.
+    const locked = electsLocked(this);
+    const sqlite = locked ? undefined : this.#sqlite(dataSource, session);
     if (sqlite) return sqlite.elect(ns, id, expire, fields);
     const store = storeOf(contextOf(dataSource));
     const { electInOneStatement } = store;
-    if (electInOneStatement) {
+    if (electInOneStatement && !locked) {
       // PostgreSQL, existing namespace: one round trip, and the leader row is locked for one
       // statement's execution instead of four round trips (what queues concurrent candidates).
-      const decision = await inOneStatement(dataSource, session, (m) => electInOneStatement(m, ns, id, expire, fields));
-      if (decision) return { ns, ...decision };
+      // A row that changed hands while the statement waited for its lock is decided by a new
+      // statement (a new snapshot; in the caller's transaction the lock is already held, so the
+      // second one sees it as it is), a few times at most, then by the locked path.
+      for (let attempt = 0; attempt < ONE_STATEMENT_ATTEMPTS; attempt++) {
+        const decision = await inOneStatement(dataSource, session, (m) => electInOneStatement(m, ns, id, expire, fields));
+        if (decision === undefined) break;
+        if (decision !== 'stale') return { ns, ...decision };
+      }
     }
     const joined = runnerOf(session)?.isTransactionActive === true;
-    if (session === undefined && store.followerReadsFirst) {
-      const features = await store.mariadb();
-      if (features) return this.#electMariadb(dataSource, store, features, ns, id, expire, fields);
-    }
-    const outcome = await inTransaction(dataSource, session, async (m) => {
+    return inTransaction(dataSource, session, async (m) => {
       // MySQL follower fast path (see `store.followerReadsFirst`): only in a transaction of our
       // own, whose first consistent read is current; a caller's may hold an older snapshot.
-      if (store.followerReadsFirst && !joined) {
+      if (store.followerReadsFirst && !joined && !locked) {
         const seen = await store.readLeaderFor(m, ns, id);
         if (seen?.row.live && seen.row.leaderId !== id) {
-          await store.touchCandidate(m, ns, id, expire, fields);
-          return followerOutcome(ns, seen.row, seen.registered);
+          const inserted = await store.touchCandidate(m, ns, id, expire, fields);
+          return followerOutcome(ns, seen.row, inserted === undefined ? seen.registered : !inserted);
         }
         return this.#electLocked(m, dataSource, store, ns, id, expire, fields, seen !== undefined);
       }
       return this.#electLocked(m, dataSource, store, ns, id, expire, fields, false);
     });
-    store.remember(ns, outcome.leaderId, outcome.term);
-    return outcome;
-  }
-
-  /**
-   * MariaDB, no session: `elect` in as few round trips as the decision allows, each path judged by
-   * the database (see the statements in `store.ts`):
-   * - the renewing leader: ONE autocommit UPDATE of its leader and candidate rows, when this
-   *   process last saw it lead (`store.remembered`); no match (lease lapsed, taken, hand-over due,
-   *   nothing remembered) goes on below;
-   * - (MariaDB 10.5+) ONE statement that, when the leader row shows another candidate's
-   *   unexpired lease, heartbeats and returns that row (`followerInOneStatement`): the whole call
-   *   of a follower, which never takes the leader row's exclusive lock; otherwise it writes and
-   *   commits nothing;
-   * - then, in the library's own READ COMMITTED transaction, a plain read of the newest committed
-   *   row; a vacant or expired lease is taken with ONE compare-and-set UPDATE (leader row as read,
-   *   candidate row, lapsed term's history row) and the new term's history row (one commit);
-   * - anything else (no leader row yet, a lost race, an unclean read): the locked path.
-   * One connection serves the whole call.
-   */
-  async #electMariadb(
-    dataSource: DataSource,
-    store: ElectionStore,
-    features: MariadbFeatures,
-    ns: string,
-    id: string,
-    expire: number,
-    fields: CandidateFields,
-  ): Promise<ElectOutcome> {
-    const runner = dataSource.createQueryRunner();
-    try {
-      const m = runner.manager;
-      let outcome: ElectOutcome | undefined;
-      try {
-        const known = store.remembered(ns);
-        if (known?.leaderId === id) outcome = await renewInOneStatement(m, store, ns, id, known.term, expire, fields);
-        if (outcome) return outcome;
-        if (features.returning) {
-          const seen = await store.followerInOneStatement(m, ns, id, expire, fields, features);
-          if (seen && !seen.clean) {
-            // Autocommit off: the statement opened a transaction; end it before the library opens its own.
-            await runner.query('COMMIT');
-          } else if (seen) {
-            outcome = followerOutcome(ns, seen.row, seen.registered);
-          } else {
-            // Not a follower's call (vacant, expired or own lease, or no leader row): nothing was
-            // written. The library's own READ COMMITTED transaction reads the newest committed row
-            // and, for a vacant or expired lease, takes it with one compare-and-set UPDATE.
-            outcome = await inTransaction(dataSource, runner, async (tm) => {
-              const read = await store.readLeaderFor(tm, ns, id);
-              if (!read || read.row.live || !read.registered) return this.#electLocked(tm, dataSource, store, ns, id, expire, fields, read !== undefined);
-              const { row } = read;
-              const taken = { term: row.term, leaderId: row.leaderId, leaseMicros: read.leaseMicros };
-              const took = await store.takeOverInOneStatement(tm, ns, id, taken, expire, fields);
-              // No match: a racing candidate took the lease first (or the caller is outranked or
-              // ineligible); the locked path decides.
-              if (!took.matched) return this.#electLocked(tm, dataSource, store, ns, id, expire, fields, true);
-              const history = historyOf(contextOf(dataSource));
-              await history.run(tm, history.openTerm(ns));
-              const term = row.term + 1;
-              return { ns, leaderId: id, term, isLeader: true, acquired: true, handOver: false, wasRegistered: true, databaseNow: took.databaseNow as Date };
-            });
-          }
-        }
-      } catch (error) {
-        // A deadlock or lock timeout of an autocommit statement: the transactional path retries.
-        if (!contextOf(dataSource).dialect.isRetryableConflict(error)) throw error;
-      }
-      outcome ??= await inTransaction(dataSource, runner, (tm) => this.#electLocked(tm, dataSource, store, ns, id, expire, fields, false));
-      store.remember(ns, outcome.leaderId, outcome.term);
-      return outcome;
-    } finally {
-      await runner.release();
-    }
   }
 
   /**
@@ -426,8 +347,8 @@ export class ElectionService {
       outcome = { ns, leaderId: id, term, isLeader: true, acquired: true, handOver, wasRegistered, databaseNow: row.now };
     }
     // Lock order: leader row first, then the candidate row.
-    await store.touchCandidate(m, ns, id, expire, fields);
-    return outcome;
+    const inserted = await store.touchCandidate(m, ns, id, expire, fields);
+    return inserted === undefined ? outcome : { ...outcome, wasRegistered: !inserted };
   }
 
   /** True only when the caller is `leader_id` and the lease is unexpired (database clock). */
@@ -510,7 +431,6 @@ export class ElectionService {
     const history = historyOf(contextOf(m.connection));
     await history.run(m, history.closeTerm(ns, reason, !row.live));
     await store.vacate(m, ns);
-    store.remember(ns, null, row.term);
     await store.announce(m, { ns, leaderId: null, term: row.term });
     return row.live;
   }

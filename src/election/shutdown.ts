@@ -1,3 +1,6 @@
+// Kept in the emitted declarations, whose public types use Node's (NodeJS.Signals): TypeScript 7
+// projects load no @types by default (`types: []`).
+/// <reference types="node" preserve="true" />
 /**
  * Graceful shutdown: on SIGTERM/SIGINT, stop the electors (a leader vacates its lease, so another
  * process takes over at once instead of waiting for the lease to run out), then let the signal

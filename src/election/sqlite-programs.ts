@@ -10,9 +10,9 @@ import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from './validate'
 
 /**
  * The election's calls without `session` on SQLite, each ONE program run by `runProgram` (see
- * `db/sqlite-atomic.ts`): queued at once on the sqlite3 driver, so every decision is made by the
- * SQL (a conditional UPDATE), and the rows read back tell the caller what happened. Each
- * statement is correct on its own too. Same protocol as the general path in `service.ts`.
+ * `db/sqlite-atomic.ts`) as one transaction that commits whole or changes nothing. On the sqlite3
+ * driver it runs as one `exec`, so every decision is made by the SQL (conditional UPDATEs), and the
+ * rows read back tell the caller what happened. Same protocol as the general path in `service.ts`.
  */
 export function createSqlitePrograms(context: DbContext, dataSource: DataSource, waitMs: () => number | undefined, store: ElectionStore) {
   const { dialect: d } = context;
@@ -47,9 +47,9 @@ FROM ${leaders} l WHERE l.ns = `;
     sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${ns} AND c.candidate_id <> ${id} AND c.eligible AND c.expires_at > ${d.now})`;
 
   // A lease is over (it may be taken) when vacant, or expired AND its term's history row is no
-  // longer open. The program's first statements close an expired term, so a lease that expires
-  // between two of its statements (the clock moves between statements) stays the holder's until
-  // the next elect instead of changing hands with its history row left open.
+  // longer open: the statement before the takeover closes the term of a lease that has run out by
+  // ITS clock, and a lease that runs out between the two (the clock moves between statements) is
+  // not taken with its history row left open.
   const over = sql`(${leaders}.leader_id IS NULL OR ${leaders}.lease_expires_at IS NULL OR (${leaders}.lease_expires_at <= ${d.now}
   AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = ${leaders}.ns AND h.term = ${leaders}.term AND h.ended_at IS NULL)))`;
 
@@ -87,9 +87,16 @@ FROM ${leaders} l WHERE l.ns = `;
 FROM ${leaders} l WHERE l.ns = ${NS}`);
   const createStatement = compile(sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) VALUES (${NS}, NULL, NULL, ${d.now}, 0)
 ${d.insertIfAbsent(['ns'])}`);
-  /** The renewal: the caller's lease, read live under the write lock, extended (the term stays). */
+  /**
+   * The renewal: the caller's lease extended (the term stays) if it is still unexpired by the
+   * clock of this statement; returns the row it renewed (none: the lease ran out since it was read).
+   */
   const extendStatement = (expire: number) =>
-    compiledAs(`extend:${expire}`, () => sql`UPDATE ${leaders} SET lease_expires_at = ${d.nowPlus(expire)}, updated_at = ${d.now} WHERE ns = ${NS}`);
+    compiledAs(
+      `extend:${expire}`,
+      () => sql`UPDATE ${leaders} SET lease_expires_at = ${d.nowPlus(expire)}, updated_at = ${d.now}
+WHERE ns = ${NS} AND leader_id = ${ID} AND lease_expires_at > ${d.now} RETURNING term`,
+    );
   /** The candidate upsert, by which options were given (eligibility is rendered as its value). */
   const touchStatement = (expire: number, fields: CandidateFields) =>
     compiledAs(
@@ -109,7 +116,9 @@ ${d.insertIfAbsent(['ns'])}`);
    * written — decisions are made here, in JavaScript, as on the other databases.
    * - One SELECT reads the leader row, the database clock and the caller's standing; `decide`
    *   applies the rule. A follower's call writes nothing else but its candidate row.
-   * - A renewal is one UPDATE of the lease's end: the term stays, no history is written.
+   * - A renewal is one UPDATE of the lease's end: the term stays, no history is written. It is
+   *   decided again by the clock of that UPDATE: a lease that ran out since the read is taken
+   *   over like any lapsed lease, never extended under its old term.
    * - A takeover (of a vacant lease, or an expired one — the caller's own included) closes the
    *   lapsed term ('expired', at its lease's end), raises the term and opens the new term's
    *   history row; a new namespace gets its leader row first (term 0, vacant).
@@ -125,15 +134,18 @@ ${d.insertIfAbsent(['ns'])}`);
     }
     const standing = toStanding(seen);
     const leaderId = (seen.leader_id as string | null) ?? null;
-    const live = leaderId !== null && sqlBool(seen.live);
+    let live = leaderId !== null && sqlBool(seen.live);
     const term = Number(seen.term);
     const databaseNow = d.parseInstant(seen.db_now) as Date;
-    const { renewing, takes, handOver } = decide({ leaderId, live }, id, standing, fields);
+    let { renewing, takes, handOver } = decide({ leaderId, live }, id, standing, fields);
+    if (renewing && step.runCompiled(extendStatement(expire), input).length === 0) {
+      live = false;
+      ({ renewing, takes, handOver } = decide({ leaderId, live }, id, standing, fields));
+    }
     let decision: ElectDecision;
     if (!takes) {
       decision = { leaderId: live ? leaderId : null, term, isLeader: false, acquired: false, handOver: false, wasRegistered: standing.registered, databaseNow };
     } else if (renewing) {
-      step.runCompiled(extendStatement(expire), input);
       decision = { leaderId: id, term, isLeader: true, acquired: false, handOver, wasRegistered: standing.registered, databaseNow };
     } else {
       // The lapsed term ends at its lease's end, read before the row changes.
@@ -151,14 +163,17 @@ ${d.insertIfAbsent(['ns'])}`);
 
   return {
     /**
-     * elect: create the leader row if missing, read it and the caller's standing, close its
-     * term in the history if its lease expired, then ONE conditional UPDATE applies the rule of
-     * `decide` (store.ts): the caller keeps its own lease while it is not over (see `over`; the
-     * term stays), or takes one that is over (term + 1: SET expressions see the row before the
-     * UPDATE) only if the caller is eligible and no live eligible candidate has a strictly
-     * higher priority; open the new term's history row if the caller acquired, heartbeat, read
-     * the row again. Acquired = the caller leads under another term than the one it found. A
-     * renewal writes no history: the open row of its term exists.
+     * elect (sqlite3: decided by the SQL, see `electSync` for better-sqlite3): create the leader
+     * row if missing, read it and the caller's standing; then, each judged by the database clock
+     * of the statement that writes:
+     * - renew the caller's lease if it is still unexpired (the term stays, no history written);
+     * - if the caller may take a lease that is over (eligible, and no live eligible candidate has
+     *   a strictly higher priority — the rule of `decide` in store.ts), close the term of a lapsed
+     *   one `expired` at its lease's end, then take it (term + 1; SET expressions see the row
+     *   before the UPDATE: vacant, or lapsed with its term closed just before) and open the new
+     *   term's history row, dated by the acquiring statement;
+     * - heartbeat, and read the row again. Acquired = the caller leads under another term than the
+     *   one it found.
      */
     async elect(ns: string, id: string, expire: number, fields: CandidateFields = {}) {
       if (isBetterSqlite(dataSource)) {
@@ -167,24 +182,22 @@ ${d.insertIfAbsent(['ns'])}`);
       }
       const eligible = sql`COALESCE(${fields.eligible === undefined ? null : fields.eligible ? 1 : 0}, ${mine(ns, id, 'eligible')}, ${DEFAULT_ELIGIBLE ? 1 : 0})`;
       const priority = sql`COALESCE(${fields.priority ?? null}, ${mine(ns, id, 'priority')}, ${DEFAULT_PRIORITY})`;
-      const [, before, standingRows, , , , , after] = await write([
+      const mayTake = sql`${eligible} <> 0 AND COALESCE(${rivalPriority(ns, id)} > ${priority}, 0) = 0`;
+      const [, before, standingRows, , , , , , after] = await write([
         sql`INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term) VALUES (${ns}, NULL, NULL, ${d.now}, 0)
 ${d.insertIfAbsent(['ns'])}`,
         readLeader(ns),
         sql`SELECT ${mine(ns, id, 'priority')} AS my_priority, ${mine(ns, id, 'eligible')} AS my_eligible, ${rivalPriority(ns, id)} AS rival_priority`,
+        sql`UPDATE ${leaders} SET lease_expires_at = ${d.nowPlus(expire)}, updated_at = ${d.now}
+WHERE ns = ${ns} AND leader_id = ${id} AND lease_expires_at > ${d.now}`,
         sql`UPDATE ${history} SET ended_at = (SELECT l.lease_expires_at FROM ${leaders} l WHERE l.ns = ${ns}), end_reason = ${'expired'}
-WHERE ns = ${ns} AND ended_at IS NULL
+WHERE ns = ${ns} AND ended_at IS NULL AND ${mayTake}
   AND term = (SELECT l.term FROM ${leaders} l WHERE l.ns = ${ns} AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${d.now})`,
-        sql`UPDATE ${leaders} SET
-  term = CASE WHEN ${over} THEN term + 1 ELSE term END,
-  leader_id = ${id}, lease_expires_at = ${d.nowPlus(expire)}, updated_at = ${d.now}
-WHERE ns = ${ns} AND ((leader_id = ${id} AND NOT ${over})
-  OR (${over} AND ${eligible} <> 0 AND COALESCE(${rivalPriority(ns, id)} > ${priority}, 0) = 0))`,
-        // Only for a lease the caller holds now: one it did not take (its own lapsed lease, deferred) stays closed.
+        sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${id}, lease_expires_at = ${d.nowPlus(expire)}, updated_at = ${d.now}
+WHERE ns = ${ns} AND ${over} AND ${mayTake}`,
+        // Only right after a takeover (changes() counts the rows of the UPDATE just before).
         sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
-SELECT l.ns, l.term, l.leader_id, ${d.now}, NULL, NULL FROM ${leaders} l
-WHERE l.ns = ${ns} AND l.leader_id = ${id} AND l.lease_expires_at > ${d.now}
-  AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
+SELECT l.ns, l.term, l.leader_id, l.updated_at, NULL, NULL FROM ${leaders} l WHERE l.ns = ${ns} AND changes() > 0
 ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
         store.candidateUpsert(ns, id, expire, fields),
         readLeader(ns),
@@ -192,23 +205,17 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
       const found = toRow(before);
       const row = toRow(after);
       if (!row) throw new Error(`gemstone-utils: leader row of ${JSON.stringify(ns)} vanished inside its transaction`);
-      const raw = standingRows?.[0] ?? {};
-      const standing: Standing = {
-        registered: raw.my_priority !== null && raw.my_priority !== undefined,
-        storedPriority: raw.my_priority === null || raw.my_priority === undefined ? null : Number(raw.my_priority),
-        storedEligible: raw.my_eligible === null || raw.my_eligible === undefined ? null : sqlBool(raw.my_eligible),
-        rivalPriority: raw.rival_priority === null || raw.rival_priority === undefined ? null : Number(raw.rival_priority),
-      };
-      // The UPDATE decided; `decide` on the same values (read in the same transaction) says whether to hand over.
-      const { handOver } = decide(found ?? { leaderId: null, live: false }, id, standing, fields);
+      const standing = toStanding(standingRows?.[0] ?? {});
       const isLeader = row.live && row.leaderId === id;
+      const acquired = isLeader && row.term !== found?.term;
       return {
         ns,
         leaderId: row.live ? row.leaderId : null,
         term: row.term,
         isLeader,
-        acquired: isLeader && row.term !== found?.term,
-        handOver: isLeader && handOver,
+        acquired,
+        // A renewing leader hands over when it is not eligible or outranked (the rule of `decide`).
+        handOver: isLeader && !acquired && decide({ leaderId: id, live: true }, id, standing, fields).handOver,
         wasRegistered: standing.registered,
         databaseNow: row.now,
       };
@@ -218,11 +225,22 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
       await write([store.candidateUpsert(ns, id, expire, fields)]);
     },
 
-    /** resign (or hand-over): true only if the caller held an unexpired lease; a lapsed one naming it is vacated too. */
+    /**
+     * resign (or hand-over): true only if the caller held an unexpired lease; a lapsed one naming
+     * it is vacated too. Whether it was unexpired is what closing its term decided (`expired` or
+     * not, by the clock of that statement); a lease without a history row is judged by the read.
+     */
     async resign(ns: string, id: string, reason: 'resigned' | 'handed-over'): Promise<boolean> {
-      const [before] = await write([readLeader(ns), closeTerm(ns, reason, undefined, id), vacateIfHeld(ns, id)]);
+      const [before, , closed] = await write([
+        readLeader(ns),
+        closeTerm(ns, reason, undefined, id),
+        sql`SELECT h.end_reason FROM ${history} h JOIN ${leaders} l ON l.ns = h.ns AND l.term = h.term WHERE l.ns = ${ns} AND l.leader_id = ${id}`,
+        vacateIfHeld(ns, id),
+      ]);
       const row = toRow(before);
-      return row?.leaderId === id && row.live;
+      if (row?.leaderId !== id) return false;
+      const ended = closed?.[0];
+      return ended ? ended.end_reason === reason : row.live;
     },
 
     async unregister(ns: string, id: string): Promise<void> {

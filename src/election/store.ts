@@ -1,19 +1,17 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../db/context';
 import { sqlBool } from '../db/dialect';
-import { execute, executeBound } from '../db/session';
-import { prepare, PreparedSql, raw, RawSql, render, slot, sql, SqlFragment } from '../db/sql';
-import { ElectionLeader } from '../../entities/ElectionLeader';
+import { execute, executeBound, executeRaw } from '../db/session';
+import { prepare, PreparedSql, raw, RawSql, slot, sql, SqlFragment } from '../db/sql';
+import { judgeElect } from './decision';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
 import { CandidateFields, CandidateMetadata, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY, parseMetadata } from './validate';
 
 /**
  * The election's statements, one function each, run on the manager they are given (the
  * transaction is the caller's business: see `session.ts`). Every instant comes from the
- * database clock (`dialect.now`). Decisions are read from rows, except for the conditional
- * writes below whose WHERE clause encodes the whole decision and which are judged by their
- * matched-row count (each argues why matched = changed: mysql2 reports matched rows by default,
- * changed rows when a DataSource turns its `FOUND_ROWS` flag off).
+ * database clock (`dialect.now`). Decisions are read from rows under the leader row's lock; a
+ * renewal is written by a conditional write judged by its matched-row count (`renewIfLive`).
  */
 
 /** The leader row as the library reads it: `live` is decided by the database clock. */
@@ -84,11 +82,11 @@ export interface CandidateRow {
 
 /**
  * The rule every path of `elect` applies, given the leader row as read under the lock and the
- * caller's standing. A leader always renews (nobody is preempted, not even by its own
- * preferences) and is told to hand over when it is ineligible or outranked; a vacant or expired
- * lease is taken only by an eligible candidate that no live eligible candidate outranks — the
- * preferred candidate takes it, the others defer to it. Leadership therefore only ever moves to
- * strictly higher priority while the candidates stay the same: it cannot go back and forth.
+ * caller's standing: {@link judgeElect}, the reference decision (see `decision.ts`, which names its
+ * branches). A leader always renews and is told to hand over when it is ineligible or outranked; a
+ * vacant or expired lease is taken only by an eligible candidate that no live eligible candidate
+ * outranks. Leadership therefore only ever moves to strictly higher priority while the candidates
+ * stay the same: it cannot go back and forth.
  */
 export function decide(
   row: Pick<LeaderRow, 'leaderId' | 'live'>,
@@ -96,52 +94,10 @@ export function decide(
   standing: Standing,
   fields: CandidateFields,
 ): { renewing: boolean; takes: boolean; handOver: boolean } {
-  const eligible = fields.eligible ?? standing.storedEligible ?? DEFAULT_ELIGIBLE;
-  const priority = fields.priority ?? standing.storedPriority ?? DEFAULT_PRIORITY;
-  const outranked = standing.rivalPriority !== null && standing.rivalPriority > priority;
-  const renewing = row.live && row.leaderId === candidateId;
-  const takes = renewing || (!row.live && eligible && !outranked);
-  return { renewing, takes, handOver: renewing && (!eligible || outranked) };
+  const { renewing, takes, handOver } = judgeElect(row, candidateId, standing, fields);
+  return { renewing, takes, handOver };
 }
 
-
-/** The OK packet of a MySQL/MariaDB write, as mysql2 hands it to TypeORM's `query()`. */
-interface MysqlWriteResult {
-  affectedRows?: unknown;
-  insertId?: unknown;
-  serverStatus?: unknown;
-}
-
-/** MySQL protocol: SERVER_STATUS_IN_TRANS, a transaction is open on the connection after the statement. */
-const SERVER_STATUS_IN_TRANS = 1;
-
-/** What a one-statement MariaDB write reports: whether it matched, and the database clock it judged by. */
-export interface ConditionalWrite {
-  matched: boolean;
-  /** The database clock of the statement (`UTC_TIMESTAMP(6)` is fixed for a statement), when it matched. */
-  databaseNow: Date | null;
-}
-
-/**
- * The MariaDB server features the one-round-trip paths rely on, learnt once per DataSource:
- * an UPDATE whose subquery reads a table it updates (MariaDB 10.3.2+; MySQL refuses it with error
- * 1093), and the name of the session isolation variable (`transaction_isolation` from 11.1 on).
- */
-export interface MariadbFeatures {
-  isolationVariable: 'tx_isolation' | 'transaction_isolation';
-  /** `INSERT … RETURNING` (MariaDB 10.5+): a follower's `elect` in one statement. */
-  returning: boolean;
-}
-
-/** `major.minor.patch` of a MariaDB `VERSION()` string, or undefined for MySQL. */
-export function mariadbVersion(version: string): [number, number, number] | undefined {
-  if (!/mariadb/i.test(version)) return undefined;
-  const match = /^(\d+)\.(\d+)\.(\d+)/.exec(version);
-  return match ? [Number(match[1]), Number(match[2]), Number(match[3])] : undefined;
-}
-
-/** The leader a process last saw per namespace (see `ElectionStore.remember`); at most this many namespaces. */
-const MAX_REMEMBERED = 10_000;
 
 /** PostgreSQL channel on which lease changes are announced (delivered at commit). */
 export const NOTIFY_CHANNEL = 'gemstone_election';
@@ -223,15 +179,15 @@ LEFT JOIN ${leaders} l ON l.ns = ${ns}
 LEFT JOIN ${history} h ON h.ns = l.ns AND h.term = l.term`;
 
   /**
-   * The caller's {@link Standing}, as columns next to the leader row (`:me` is the caller's id).
+   * The caller's {@link Standing}, as columns next to the leader row.
    * The subqueries are plain reads, also under FOR UPDATE (which locks the leader row only).
    */
-  const selectStanding = (alias: string) =>
-    [
-      `(SELECT c.priority FROM ${candidates.text} c WHERE c.ns = ${alias}.ns AND c.candidate_id = :me) AS my_priority`,
-      `(SELECT c.eligible FROM ${candidates.text} c WHERE c.ns = ${alias}.ns AND c.candidate_id = :me) AS my_eligible`,
-      `(SELECT MAX(c.priority) FROM ${candidates.text} c WHERE c.ns = ${alias}.ns AND c.candidate_id <> :me AND c.eligible AND c.expires_at > ${d.now.text}) AS rival_priority`,
-    ].join(', ');
+  const selectStanding = (alias: string, me: string): SqlFragment => {
+    const l = raw(alias);
+    return sql`(SELECT c.priority FROM ${candidates} c WHERE c.ns = ${l}.ns AND c.candidate_id = ${me}) AS my_priority,
+  (SELECT c.eligible FROM ${candidates} c WHERE c.ns = ${l}.ns AND c.candidate_id = ${me}) AS my_eligible,
+  (SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${l}.ns AND c.candidate_id <> ${me} AND c.eligible AND c.expires_at > ${d.now}) AS rival_priority`;
+  };
 
   /** The columns and values of the candidate options a call gave (omitted ones keep what is stored). */
   function fieldColumns(fields: CandidateFields): { names: string[]; values: unknown[] } {
@@ -260,57 +216,6 @@ VALUES (${ns}, ${candidateId}, ${d.now}, ${d.nowPlus(expireSeconds)}${values})
 ${d.upsert(['ns', 'candidate_id'], updated)}`;
   }
 
-  /** Runs a MySQL/MariaDB write and returns its OK packet (TypeORM's `query()` passes it through). */
-  async function mysqlWrite(m: EntityManager, statement: SqlFragment): Promise<MysqlWriteResult> {
-    const { text, values } = render(statement, d.placeholders);
-    const result: unknown = await m.query(text, [...values]);
-    return (typeof result === 'object' && result !== null ? result : {}) as MysqlWriteResult;
-  }
-
-  /** Whether a conditional write matched (see the callers for why matched = changed), and its clock. */
-  function conditional(result: MysqlWriteResult): ConditionalWrite {
-    const matched = Number(result.affectedRows) > 0;
-    return { matched, databaseNow: matched ? (d.parseInstant(result.insertId) as Date) : null };
-  }
-
-  /**
-   * Reports the statement's clock in the OK packet: `LAST_INSERT_ID(expr)` returns `expr` and makes
-   * it the packet's insert id, the documented way to return a value from an UPDATE without another
-   * round trip. (It also becomes the connection's `LAST_INSERT_ID()` until the next insert that
-   * generates an id, which is what that function reports after such statements anyway.)
-   */
-  const clockInInsertId = `0 * LAST_INSERT_ID(${d.instant(d.now.text).text})`;
-
-  /** `c.col = ?` for the candidate options a call gave, as SET items of a multi-table UPDATE. */
-  function fieldSets(fields: CandidateFields): SqlFragment {
-    const { names, values } = fieldColumns(fields);
-    let list = sql``;
-    names.forEach((name, i) => (list = sql`${list}, c.${raw(name)} = ${values[i]}`));
-    return list;
-  }
-
-  /**
-   * The caller's effective eligibility and the absence of a live eligible candidate of strictly
-   * higher priority than its effective priority ({@link decide}'s `eligible && !outranked`), as a
-   * condition on the caller's candidate row `c` (values before the statement's own changes).
-   *
-   * Outside READ COMMITTED (an autocommit statement runs at the session's level, REPEATABLE READ
-   * by default) InnoDB reads the rivals of a writing statement with shared locks. They are read
-   * through the primary key, never the `(ns, expires_at)` index: a heartbeat locks its candidate
-   * row before it moves that index entry, so a rival scan of the index would take locks in the
-   * opposite order (a deadlock with every concurrent heartbeat); through the primary key the
-   * statement only waits for heartbeats in flight, and they only wait for it.
-   */
-  function unrivalled(candidateId: string, fields: CandidateFields): SqlFragment {
-    return sql`COALESCE(${bool(fields.eligible)}, c.eligible)
-  AND NOT EXISTS (SELECT 1 FROM ${candidates} r FORCE INDEX (PRIMARY) WHERE r.ns = c.ns AND r.candidate_id <> ${candidateId} AND r.eligible
-    AND r.expires_at > ${d.now} AND r.priority > COALESCE(${fields.priority ?? null}, c.priority))`;
-  }
-
-  let mariadbProbe: Promise<MariadbFeatures | undefined> | undefined;
-  /** The namespace's leader and term as this process last saw them (a hint; see `renewInOneStatement`). */
-  const seenLeaders = new Map<string, { leaderId: string; term: number }>();
-
   /**
    * PostgreSQL: the text of {@link electInOneStatement}, rendered once per combination of the
    * candidate options a call gives (which columns the candidate upsert writes) and kept: a call
@@ -333,48 +238,57 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`;
     prepared = prepare(
       sql`WITH locked AS (
   SELECT ns, leader_id, term, lease_expires_at FROM ${leaders} WHERE ns = ${ns} FOR UPDATE
-), standing AS (
-  SELECT COALESCE(bool_or(candidate_id = ${me}), false) AS registered,
-    COALESCE(CAST(${slot('eligible')} AS boolean), bool_or(eligible) FILTER (WHERE candidate_id = ${me}), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
-    COALESCE(CAST(${slot('priority')} AS integer), max(priority) FILTER (WHERE candidate_id = ${me}), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
-    max(priority) FILTER (WHERE candidate_id <> ${me} AND eligible AND expires_at > clock_timestamp()) AS rival_priority
-  FROM ${candidates} WHERE ns = ${ns}
 ), seen AS (
-  SELECT ns, leader_id, term, lease_expires_at, COALESCE(leader_id IS NOT NULL AND lease_expires_at > clock_timestamp(), false) AS live FROM locked
+  -- The locked row only when its holder and term are the ones the statement's snapshot shows:
+  -- the history and the candidates below are read from that snapshot. Otherwise nothing is
+  -- decided nor written, and the caller runs the statement again.
+  SELECT k.ns, k.leader_id, k.term, k.lease_expires_at,
+    COALESCE(k.leader_id IS NOT NULL AND k.lease_expires_at > clock_timestamp(), false) AS live
+  FROM locked k JOIN ${leaders} s ON s.ns = k.ns AND s.term = k.term AND s.leader_id IS NOT DISTINCT FROM k.leader_id
 ), ranked AS (
-  SELECT seen.*, (seen.live AND seen.leader_id = ${me}) AS renewing, standing.eligible, standing.registered,
-    COALESCE(standing.rival_priority > standing.priority, false) AS outranked
-  FROM seen, standing
+  SELECT seen.*, (seen.live AND seen.leader_id = ${me}) AS renewing, st.registered, st.eligible,
+    COALESCE(st.rival_priority > st.priority, false) AS outranked
+  FROM seen CROSS JOIN LATERAL (
+    SELECT COALESCE(bool_or(c.candidate_id = ${me}), false) AS registered,
+      COALESCE(CAST(${slot('eligible')} AS boolean), bool_or(c.eligible) FILTER (WHERE c.candidate_id = ${me}), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
+      COALESCE(CAST(${slot('priority')} AS integer), max(c.priority) FILTER (WHERE c.candidate_id = ${me}), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
+      max(c.priority) FILTER (WHERE c.candidate_id <> ${me} AND c.eligible AND c.expires_at > clock_timestamp()) AS rival_priority
+    FROM ${candidates} c WHERE c.ns = seen.ns
+  ) st
 ), decided AS (
   SELECT ns, leader_id, term, lease_expires_at, live, renewing, registered, (renewing OR (NOT live AND eligible AND NOT outranked)) AS takes,
     (renewing AND (NOT eligible OR outranked)) AS hand_over
   FROM ranked
 ), lease AS (
   UPDATE ${leaders} AS l
-  SET leader_id = ${me}, term = CASE WHEN decided.renewing THEN decided.term ELSE decided.term + 1 END,
+  SET leader_id = ${me}, term = CASE WHEN decided.renewing AND (decided.hand_over OR l.lease_expires_at > clock_timestamp()) THEN decided.term ELSE decided.term + 1 END,
     lease_expires_at = ${later}, updated_at = clock_timestamp()
-  FROM decided WHERE l.ns = decided.ns AND decided.takes
-  RETURNING l.ns, l.leader_id, l.term
+  FROM decided WHERE l.ns = decided.ns AND decided.takes AND NOT (decided.hand_over AND l.lease_expires_at <= clock_timestamp())
+  RETURNING l.ns, l.leader_id, l.term, l.term = decided.term AS renewed, l.updated_at AS granted_at
 ), touch AS (
   INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
   SELECT ns, ${me}, clock_timestamp(), ${later}${values} FROM decided
   ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at${updated}
+  -- Whether the row existed is told by the write, not by the snapshot: a row deleted by a
+  -- transaction that committed after the statement began is created here (xmax = 0: inserted).
+  RETURNING (xmax = 0) AS inserted
 ), closed AS (
   UPDATE ${history} AS h SET ended_at = decided.lease_expires_at, end_reason = CAST(${'expired'} AS varchar)
-  FROM decided WHERE decided.takes AND NOT decided.renewing AND decided.leader_id IS NOT NULL
+  FROM lease, decided WHERE NOT lease.renewed AND decided.leader_id IS NOT NULL
     AND h.ns = decided.ns AND h.term = decided.term AND h.ended_at IS NULL
 ), opened AS (
   INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
-  SELECT lease.ns, lease.term, lease.leader_id, clock_timestamp(), NULL, NULL FROM lease, decided WHERE NOT decided.renewing
+  SELECT lease.ns, lease.term, lease.leader_id, lease.granted_at, NULL, NULL FROM lease WHERE NOT lease.renewed
   ON CONFLICT (ns, term) DO UPDATE SET leader_id = EXCLUDED.leader_id, acquired_at = EXCLUDED.acquired_at, ended_at = NULL, end_reason = NULL
 ), announced AS (
   SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
     'ns', lease.ns, 'leaderId', lease.leader_id, 'term', lease.term)::text)
-  FROM lease, decided WHERE NOT decided.renewing
+  FROM lease WHERE NOT lease.renewed
 )
-SELECT decided.leader_id, decided.term, decided.live, decided.renewing, decided.takes, decided.hand_over, decided.registered,
-  lease.term AS new_term, (SELECT count(*) FROM announced) AS announced, ${d.instant(d.now.text)} AS db_now
-FROM decided LEFT JOIN lease ON true`,
+SELECT decided.ns IS NULL AS stale, decided.leader_id, decided.term, decided.live, decided.hand_over,
+  COALESCE((SELECT NOT inserted FROM touch), decided.registered) AS registered,
+  lease.term AS new_term, lease.renewed, (SELECT count(*) FROM announced) AS announced, ${d.instant(d.now.text)} AS db_now
+FROM locked LEFT JOIN decided ON true LEFT JOIN lease ON true`,
       d.placeholders,
       'gemstone_elect',
     );
@@ -411,8 +325,28 @@ FROM decided LEFT JOIN lease ON true`,
     followerReadsFirst: d.name === 'mysql',
 
     /** register / heartbeat: create the candidate row or extend it, storing the options given. */
-    async touchCandidate(m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<void> {
-      await execute(context, m, candidateUpsert(ns, candidateId, expireSeconds, fields));
+    /**
+     * Whether the upsert created the row, as the write itself tells (undefined on SQLite, where the
+     * write lock held since the transaction's first write keeps the earlier read current): a read
+     * before it may have seen a row that another transaction deleted in between. PostgreSQL: the
+     * new version's `xmax` is 0 only for an insert; MySQL/MariaDB: one affected row is an insert
+     * (an update of an existing row always changes it, `last_heartbeat_at` moves, and counts two).
+     */
+    async touchCandidate(m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<boolean | undefined> {
+      const upsert = candidateUpsert(ns, candidateId, expireSeconds, fields);
+      switch (d.name) {
+        case 'postgres': {
+          const [row] = await execute<{ inserted?: unknown }>(context, m, sql`${upsert} RETURNING (xmax = 0) AS inserted`);
+          return row?.inserted === true;
+        }
+        case 'mysql': {
+          const result = (await executeRaw(context, m, upsert)) as { affectedRows?: unknown } | undefined;
+          return Number(result?.affectedRows) === 1;
+        }
+        case 'sqlite':
+          await execute(context, m, upsert);
+          return undefined;
+      }
     },
 
     /** The candidate upsert as a statement, for the SQLite programs. */
@@ -437,7 +371,8 @@ ${d.insertIfAbsent(['ns'])}`,
      * Reads the leader row under a row lock held until the transaction ends: `write` (FOR
      * UPDATE) where leadership may change hands, `read` (FOR SHARE) to fence leader-only work.
      * SQLite has no row locks: a no-op write takes its database write lock instead, unless the
-     * transaction already wrote.
+     * transaction already wrote. `writeLockHeld`: this transaction already holds the row's
+     * exclusive lock (SQLite: the database's; MySQL: `ensureLeaderRow` locked it).
      */
     async lockLeader(m: EntityManager, ns: string, mode: 'write' | 'read', writeLockHeld = false): Promise<LeaderRow | undefined> {
       return (await this.lockLeaderFor(m, ns, mode, writeLockHeld, undefined))?.row;
@@ -446,6 +381,13 @@ ${d.insertIfAbsent(['ns'])}`,
     /**
      * {@link lockLeader}, plus the {@link Standing} of `candidateId` when given (what `elect`
      * decides by), read in the same statement.
+     *
+     * `live` is judged by the clock of after the lock: a locking read that waited for the row
+     * while its lease ran out must not call that lease live. PostgreSQL computes a plain locking
+     * SELECT's columns below the lock (before any wait), so the row is locked in a CTE and judged
+     * by `clock_timestamp()` above it. MySQL/MariaDB fix `UTC_TIMESTAMP(6)` when a statement
+     * starts, so the lock is taken first, by a statement that decides nothing, and the row is read
+     * by the next one, which no longer waits.
      */
     async lockLeaderFor(
       m: EntityManager,
@@ -457,16 +399,20 @@ ${d.insertIfAbsent(['ns'])}`,
       if (!d.rowLocks && !writeLockHeld) {
         await execute(context, m, sql`UPDATE ${leaders} SET ns = ns WHERE ns = ${ns}`);
       }
-      const query = m
-        .createQueryBuilder()
-        .select(selectLeader('l'))
-        .from(ElectionLeader, 'l')
-        .where('l.ns = :ns', { ns });
-      if (candidateId !== undefined) query.addSelect(selectStanding('l')).setParameter('me', candidateId);
-      // MySQL/MariaDB take FOR UPDATE for both modes: TypeORM renders a share lock as MySQL 8's
-      // `FOR SHARE` for a MariaDB server behind `type: "mysql"`, which MariaDB rejects.
-      if (d.rowLocks) query.setLock(mode === 'read' && d.name === 'postgres' ? 'pessimistic_read' : 'pessimistic_write');
-      const row = await query.getRawOne<Record<string, unknown>>();
+      if (d.name === 'mysql' && !writeLockHeld) await execute(context, m, sql`SELECT ns FROM ${leaders} WHERE ns = ${ns} FOR UPDATE`);
+      const standing = candidateId === undefined ? raw('') : sql`, ${selectStanding('l', candidateId)}`;
+      let statement: SqlFragment;
+      if (d.name === 'postgres') {
+        const lock = raw(mode === 'read' ? 'FOR SHARE' : 'FOR UPDATE');
+        statement = sql`WITH locked AS (SELECT ns, leader_id, term, lease_expires_at, updated_at FROM ${leaders} WHERE ns = ${ns} ${lock})
+SELECT ${raw(selectLeader('l'))}${standing} FROM locked l`;
+      } else {
+        // MySQL/MariaDB take FOR UPDATE for both modes (`FOR SHARE` is MySQL 8 only; MariaDB has
+        // LOCK IN SHARE MODE), and the fence writes the row anyway (see `fencesByWriting`).
+        const lock = raw(d.rowLocks ? ' FOR UPDATE' : '');
+        statement = sql`SELECT ${raw(selectLeader('l'))}${standing} FROM ${leaders} l WHERE l.ns = ${ns}${lock}`;
+      }
+      const [row] = await execute(context, m, statement);
       return row ? { row: toRow(row), standing: toStanding(row) } : undefined;
     },
 
@@ -539,29 +485,51 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
     /**
      * PostgreSQL: the whole `elect` of an existing namespace in ONE statement (one round trip, one
      * transaction when run outside the caller's), returning what it decided; undefined when the
-     * namespace has no leader row yet (nothing was written: the caller takes the general path).
+     * namespace has no leader row yet, and `'stale'` when the row changed hands after the
+     * statement's snapshot was taken (in both cases nothing was written: the caller runs the
+     * statement again, or takes the locked path).
      *
-     * Same protocol as the general path, step for step (docs/protocol.md: lock order, database clock, retries):
-     * - `locked` reads the leader row `FOR UPDATE`; `lease` and `touch` take their input rows
+     * It decides as the locked path does ({@link decide}, on the newest committed leader row, by the
+     * database clock after the lock), clause by clause:
+     * - `locked` reads the leader row `FOR UPDATE`: after waiting for another transaction's lock,
+     *   its newest committed version (READ COMMITTED). `lease` and `touch` take their input rows
      *   from it, so the leader row is locked before the candidate row is written (lock order).
-     * - `live` is judged by `clock_timestamp()` in `seen`, evaluated above the lock, so after
-     *   waiting for the lock it is the clock of that moment, not of the statement's start.
-     * - `standing` reads the caller's stored priority and eligibility and the highest priority
-     *   of the other live eligible candidates in one aggregate (plain reads of the statement's snapshot); with
-     *   the options given, `decided` applies {@link decide}'s rule. This is what keeps priority
-     *   free for renewals: no extra round trip, one index range of the namespace's candidates.
-     * - Under READ COMMITTED the locked read returns the newest committed row, and the UPDATE
-     *   re-reads that newest version before writing it: a takeover committed while we waited is
-     *   seen, never overwritten.
+     * - Everything else the statement reads comes from its snapshot, taken when it began, before
+     *   any wait: the history row the takeover closes and the candidates. `seen` therefore keeps
+     *   the locked row only when its holder and term are the snapshot's. A takeover or a vacancy
+     *   committed while the statement waited (whose history row, candidate changes and the term
+     *   itself the snapshot does not show) makes it decide nothing, write nothing and answer
+     *   `'stale'`; the next statement has a new snapshot. What else can have changed meanwhile:
+     *   the holder's renewal (the lease end, read from the locked row) and candidates' heartbeats,
+     *   which take no lock of the leader row on any path: the locked path reads them in its locking
+     *   statement, whose snapshot is taken before its wait too.
+     * - `live` (in `seen`) and the rivals' liveness (in `ranked`, a subquery run per locked row) are
+     *   judged by `clock_timestamp()` evaluated after the lock was granted. (Not in `locked`
+     *   itself: PostgreSQL computes a locking SELECT's columns before waiting for the lock when the
+     *   holder leaves the row as it was, e.g. a fenced transaction's `FOR SHARE`.)
+     * - `ranked` reads the caller's stored priority and eligibility and the highest priority of the
+     *   other live eligible candidates in one aggregate over the namespace's candidate rows; with
+     *   the options given, `decided` applies {@link decide}'s rule: renew, take a vacant or expired
+     *   lease, or follow.
+     * - `lease` writes the decision, and decides a renewal again by the clock of the write: a lease
+     *   that ran out since `seen` is taken as term + 1 (or, when the caller should hand it over,
+     *   not taken at all), never extended under its old term.
+     * - History (see `history.ts`), only when the lease changed hands: `closed` ends the lapsed
+     *   term at its lease's end, `opened` starts the new one, dated by the write that granted it.
+     *   A renewal writes none of it.
      * - The announcement (pg_notify, delivered at commit) is sent only when the lease changed
      *   hands, with the same payload fields as {@link announce}.
-     * - History (see `history.ts`), only when the lease changed hands: `closed` ends a lapsed
-     *   term at its lease's end, `opened` starts the new one. A renewal writes none of it.
      */
     electInOneStatement:
       d.name !== 'postgres'
         ? undefined
-        : async (m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<ElectDecision | undefined> => {
+        : async (
+            m: EntityManager,
+            ns: string,
+            candidateId: string,
+            expireSeconds: number,
+            fields: CandidateFields = {},
+          ): Promise<ElectDecision | 'stale' | undefined> => {
             const [row] = await executeBound(context, m, electStatement(fields), {
               ns,
               id: candidateId,
@@ -571,193 +539,20 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
               eligible: bool(fields.eligible),
             });
             if (!row) return undefined;
-            const takes = row.takes === true;
-            const live = row.live === true;
+            if (row.stale === true) return 'stale';
+            const leads = row.new_term !== null && row.new_term !== undefined;
+            const renewed = leads && row.renewed === true;
+            const leaderId = row.leader_id as string | null;
             return {
-              leaderId: takes ? candidateId : live ? (row.leader_id as string) : null,
-              term: Number(takes ? row.new_term : row.term),
-              isLeader: takes,
-              acquired: takes && row.renewing !== true,
-              handOver: row.hand_over === true,
+              leaderId: leads ? candidateId : row.live === true && leaderId !== candidateId ? leaderId : null,
+              term: Number(leads ? row.new_term : row.term),
+              isLeader: leads,
+              acquired: leads && !renewed,
+              handOver: renewed && row.hand_over === true,
               wasRegistered: row.registered === true,
               databaseNow: d.parseInstant(row.db_now) as Date,
             };
           },
-
-    /**
-     * MariaDB (10.3.2+, not a Galera node) only: the features of the one-round-trip paths of
-     * `elect`, or undefined (MySQL, older MariaDB, Galera, other databases), learnt once per DataSource. A failed look-up is not
-     * remembered and answers undefined (the transactional path).
-     */
-    mariadb(): Promise<MariadbFeatures | undefined> {
-      if (d.name !== 'mysql') return Promise.resolve(undefined);
-      if (!mariadbProbe) {
-        const probe = execute<{ version?: unknown }>(context, context.dataSource.manager, sql`SELECT VERSION() AS version`).then((rows) => {
-          const version = mariadbVersion(String(rows[0]?.version ?? ''));
-          if (!version) return undefined;
-          const [major, minor, patch] = version;
-          const at = (a: number, b: number, c: number) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
-          if (!at(10, 3, 2)) return undefined;
-          return execute<{ wsrep?: unknown }>(context, context.dataSource.manager, sql`SELECT @@wsrep_on AS wsrep`).then(([row]) => {
-            // A Galera node certifies write sets at commit, not under row locks: the compare-and-set
-            // and one-statement paths are not proven there, so Galera keeps the locked path.
-            if (row !== undefined && (Number(row.wsrep) === 1 || String(row.wsrep).toUpperCase() === 'ON')) return undefined;
-            return Object.freeze({
-              isolationVariable: at(11, 1, 0) ? ('transaction_isolation' as const) : ('tx_isolation' as const),
-              returning: at(10, 5, 0),
-            });
-          });
-        });
-        mariadbProbe = probe;
-        probe.catch(() => (mariadbProbe = undefined));
-      }
-      return mariadbProbe.catch(() => undefined);
-    },
-
-    /** The leader and term of `ns` this process last saw (through any service on this DataSource). */
-    remembered(ns: string): { leaderId: string; term: number } | undefined {
-      return seenLeaders.get(ns);
-    },
-
-    /** Remembers what an `elect` found: the leader and its term, or nothing when the lease is vacant. */
-    remember(ns: string, leaderId: string | null, term: number): void {
-      seenLeaders.delete(ns);
-      if (leaderId === null) return;
-      if (seenLeaders.size >= MAX_REMEMBERED) seenLeaders.delete(seenLeaders.keys().next().value as string);
-      seenLeaders.set(ns, { leaderId, term });
-    },
-
-    /**
-     * MariaDB: the renewing leader's whole `elect` in ONE autocommit statement — the leader row and
-     * the caller's candidate row in one multi-table UPDATE whose WHERE clause is the decision:
-     * the row names the caller under `term` (the term it last saw itself lead under), the lease is
-     * unexpired by the database clock of this statement, the candidate row exists, and the caller
-     * would not be told to hand over (eligible, not outranked by a live eligible candidate). Then
-     * nothing else can differ from what the locked path would do: it is a renewal, the term stays
-     * `term`, no history is written, `handOver` is false.
-     *
-     * Judged by the matched-row count: the leader row is always really changed when matched
-     * (`updated_at` moves at least one microsecond forward), so the count is above zero exactly when
-     * the rows matched, whether the connection reports matched rows (mysql2's default `FOUND_ROWS`)
-     * or changed ones. No match changes nothing: the caller takes the general path.
-     *
-     * Locks: the leader row first (STRAIGHT_JOIN reads `l` first), then the caller's candidate row,
-     * like every path; the rival subquery runs per joined row, after both are locked. The statement
-     * is its own transaction (autocommit), so no lock outlives it; it reads nothing but locked rows
-     * and the rivals' eligibility, so its isolation level does not matter.
-     */
-    async renewInOneStatement(
-      m: EntityManager,
-      ns: string,
-      candidateId: string,
-      term: number,
-      expireSeconds: number,
-      fields: CandidateFields,
-    ): Promise<ConditionalWrite & { inTransaction: boolean }> {
-      const result = await mysqlWrite(
-        m,
-        sql`UPDATE ${leaders} l STRAIGHT_JOIN ${candidates} c ON c.ns = l.ns AND c.candidate_id = l.leader_id
-SET l.lease_expires_at = ${d.nowPlus(expireSeconds)}, l.updated_at = GREATEST(${d.now}, l.updated_at + INTERVAL 1 MICROSECOND),
-  l.term = l.term + ${raw(clockInInsertId)},
-  c.last_heartbeat_at = ${d.now}, c.expires_at = ${d.nowPlus(expireSeconds)}${fieldSets(fields)}
-WHERE l.ns = ${ns} AND l.leader_id = ${candidateId} AND l.term = ${term} AND l.lease_expires_at > ${d.now}
-  AND ${unrivalled(candidateId, fields)}`,
-      );
-      return { ...conditional(result), inTransaction: (Number(result.serverStatus) & SERVER_STATUS_IN_TRANS) !== 0 };
-    },
-
-    /**
-     * MariaDB 10.5+: the heartbeat of `elect` and the read of the leader row in ONE autocommit
-     * statement, an `INSERT … SELECT … ON DUPLICATE KEY UPDATE … RETURNING`: the caller's candidate
-     * row is created or extended (with the options given) and the leader row is returned as the
-     * statement saw it, with the database clock of the statement. A follower's call is this
-     * statement alone: one round trip, one transaction, and no exclusive lock on the leader row.
-     *
-     * Locks: the SELECT reads the leader row before the candidate row is written (lock order).
-     * Under READ COMMITTED that read takes no lock; at the session's default REPEATABLE READ InnoDB
-     * reads it with a shared lock for the statement's duration, which followers share (they never
-     * queue behind each other) and which only waits for an exclusive holder (a renewal statement,
-     * a takeover). `clean` is false when the read may have seen uncommitted rows (the session runs
-     * at READ UNCOMMITTED) or a transaction was left open (autocommit off): then only a
-     * transaction of the library's own may decide (the heartbeat written here is harmless).
-     *
-     * It writes only when the leader row shows another candidate's unexpired lease (the follower's
-     * case); otherwise it writes nothing, returns nothing (undefined) and so commits nothing: a
-     * takeover then pays for one commit, in its own transaction, not two.
-     *
-     * `registered`: whether the candidate row existed. `LAST_INSERT_ID(expr)` is set to 0 by the
-     * proposed row (evaluated for every row the SELECT yields) and to 1 by the duplicate-key
-     * update, which runs only for an existing row; RETURNING reads it after the row is written.
-     */
-    async followerInOneStatement(
-      m: EntityManager,
-      ns: string,
-      candidateId: string,
-      expireSeconds: number,
-      fields: CandidateFields,
-      features: MariadbFeatures,
-    ): Promise<{ row: LeaderRow; registered: boolean; leaseMicros: number | null; clean: boolean } | undefined> {
-      const { columns, values } = fieldInsert(fields);
-      const updated = ['last_heartbeat_at', ...fieldColumns(fields).names].map((c) => `, ${c} = VALUES(${c})`).join('');
-      const of = (expression: string) => sql`(SELECT ${raw(expression)} FROM ${leaders} x WHERE x.ns = ${ns})`;
-      const rows = await execute(
-        context,
-        m,
-        sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
-SELECT l.ns, ${candidateId}, ${d.now}, ${d.nowPlus(expireSeconds)} + INTERVAL 0 * LAST_INSERT_ID(0) MICROSECOND${values}
-FROM ${leaders} l WHERE l.ns = ${ns} AND l.leader_id <> ${candidateId} AND l.lease_expires_at > ${d.now}
-ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at) + INTERVAL 0 * LAST_INSERT_ID(1) MICROSECOND${raw(updated)}
-RETURNING LAST_INSERT_ID() AS registered, ns, ${of('x.leader_id')} AS leader_id, ${of('x.term')} AS term,
-  ${of(`CASE WHEN x.lease_expires_at > ${d.now.text} THEN 1 ELSE 0 END`)} AS live,
-  ${of(d.instant('x.lease_expires_at').text)} AS lease_expires_at, ${of(d.instant('x.updated_at').text)} AS updated_at,
-  NULL AS metadata, ${d.instant(d.now.text)} AS db_now,
-  @@SESSION.${raw(features.isolationVariable)} AS isolation, @@SESSION.autocommit AS autocommit`,
-      );
-      const [row] = rows;
-      if (!row) return undefined;
-      const clean = !/UNCOMMITTED/i.test(String(row.isolation)) && Number(row.autocommit) === 1;
-      const lease = row.lease_expires_at;
-      return { row: toRow(row), registered: Number(row.registered) === 1, leaseMicros: lease === null || lease === undefined ? null : Number(lease), clean };
-    },
-
-    /**
-     * MariaDB, inside the library's own READ COMMITTED transaction: the takeover of a vacant or
-     * expired lease as one multi-table UPDATE whose WHERE clause is the decision — the leader row is
-     * still exactly as `seen` (term, holder, lease end), vacant or expired by the database clock of
-     * this statement, and the caller is eligible and not outranked. It gives the caller the lease
-     * under `seen.term + 1`, heartbeats its candidate row and closes the lapsed term's history row
-     * at the old lease's end (`expired`), like the locked path does; the caller then opens the new
-     * term's history row in the same transaction. Under READ COMMITTED InnoDB evaluates the WHERE
-     * clause on the newest committed row and re-evaluates it after waiting for the lock, so a
-     * racing takeover makes this one match nothing (compare-and-set).
-     *
-     * Judged by the matched-row count: a match always changes the leader row (its term goes up),
-     * so matched = changed. No match changed nothing: the caller takes the locked path.
-     */
-    async takeOverInOneStatement(
-      m: EntityManager,
-      ns: string,
-      candidateId: string,
-      seen: { term: number; leaderId: string | null; leaseMicros: number | null },
-      expireSeconds: number,
-      fields: CandidateFields,
-    ): Promise<ConditionalWrite> {
-      const epoch = raw("'1970-01-01 00:00:00'");
-      const lease = seen.leaseMicros === null ? null : sql`TIMESTAMPADD(MICROSECOND, ${seen.leaseMicros}, ${epoch})`;
-      const result = await mysqlWrite(
-        m,
-        sql`UPDATE ${leaders} l STRAIGHT_JOIN ${candidates} c ON c.ns = l.ns AND c.candidate_id = ${candidateId}
-LEFT JOIN ${history} h ON h.ns = l.ns AND h.term = ${seen.term} AND h.ended_at IS NULL AND ${bool(seen.leaderId !== null)} = 1
-SET l.leader_id = ${candidateId}, l.term = ${seen.term + 1} + ${raw(clockInInsertId)},
-  l.lease_expires_at = ${d.nowPlus(expireSeconds)}, l.updated_at = ${d.now},
-  h.ended_at = ${lease ?? null}, h.end_reason = ${'expired'},
-  c.last_heartbeat_at = ${d.now}, c.expires_at = ${d.nowPlus(expireSeconds)}${fieldSets(fields)}
-WHERE l.ns = ${ns} AND l.term = ${seen.term} AND l.leader_id <=> ${seen.leaderId} AND l.lease_expires_at <=> ${lease ?? null}
-  AND (l.leader_id IS NULL OR l.lease_expires_at <= ${d.now})
-  AND ${unrivalled(candidateId, fields)}`,
-      );
-      return conditional(result);
-    },
 
     /**
      * The general path's renewal, decided when it is written: extends the lease only if the row
@@ -772,11 +567,12 @@ WHERE l.ns = ${ns} AND l.term = ${seen.term} AND l.leader_id <=> ${seen.leaderId
       const where = sql`WHERE ns = ${ns} AND leader_id = ${candidateId} AND term = ${term} AND lease_expires_at > ${d.now}`;
       switch (d.name) {
         case 'mysql': {
-          const result = await mysqlWrite(
+          const result = (await executeRaw(
+            context,
             m,
             sql`UPDATE ${leaders} SET lease_expires_at = ${d.nowPlus(expireSeconds)}, updated_at = GREATEST(${d.now}, updated_at + INTERVAL 1 MICROSECOND) ${where}`,
-          );
-          return Number(result.affectedRows) > 0;
+          )) as { affectedRows?: unknown } | undefined;
+          return Number(result?.affectedRows) > 0;
         }
         case 'postgres': {
           const [row] = await execute(

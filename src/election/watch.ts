@@ -1,3 +1,6 @@
+// Kept in the emitted declarations, whose public types use Node's (AbortSignal, Symbol.asyncDispose): TypeScript 7
+// projects load no @types by default (`types: []`).
+/// <reference types="node" preserve="true" />
 import type { DataSource } from 'typeorm';
 import {
   EntitiesNotRegisteredError,
@@ -6,7 +9,10 @@ import {
   UnsupportedDatabaseError,
   ValidationError,
 } from '../errors';
-import { listenForLeaseChanges, ListenSubscriber } from './pg-listener';
+import { outsideRuns } from '../db/run-guard';
+import { DEFAULT_STOP_TIMEOUT_MS } from './elector-options';
+import { LoopRun } from './loop-run';
+import { LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from './pg-listener';
 import type { HistoryEntry } from './history';
 import type { ObservedLeader } from './store';
 import { checkNs, checkOptions } from './validate';
@@ -162,9 +168,11 @@ interface Waiter {
  * reported to `onError`; errors no retry can fix (missing entities, no default DataSource) end
  * the watch by rejecting `next()`.
  *
- * It ends when `signal` aborts, on `break` / `return()` (timers cleared and the LISTEN
- * subscription released before `return()` resolves), or with an error as above. Changes that
- * arrive while the consumer is busy are queued.
+ * It ends when `signal` aborts, on `break` / `return()`, or with an error as above. When it has
+ * ended (`return()` resolved, or the pending `next()` resolved `done` after the abort) nothing of
+ * it runs or is scheduled any more: no poll, no retry, no LISTEN subscription. A read whose
+ * statement was sent and has not answered within {@link DEFAULT_STOP_TIMEOUT_MS} is not waited
+ * for; its late answer starts nothing. Changes that arrive while the consumer is busy are queued.
  */
 export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefined> {
   readonly ns: string;
@@ -184,7 +192,9 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
   #dirty = false;
   #timer: NodeJS.Timeout | undefined;
   #wake: (() => void) | undefined;
-  #listening: Promise<(() => Promise<void>) | undefined> | undefined;
+  /** The reads, their timers and retries: ended when the watch ends. */
+  readonly #run = new LoopRun();
+  #subscription: LeaseChangeSubscription | undefined;
   readonly #onAbort = () => void this.#close();
 
   /** @internal Use `ElectionService.watch` or the module-level `watch`. */
@@ -235,15 +245,15 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
       return;
     }
     this.#signal?.addEventListener('abort', this.#onAbort, { once: true });
-    void this.#run();
+    void this.#run.start(() => this.#read());
   }
 
-  async #run(): Promise<void> {
+  async #read(): Promise<void> {
     const { dataSource } = this.#source;
     if (dataSource.options.type === 'postgres') {
       // Subscribed before the first read, so no change falls between the two.
-      this.#listening = this.#listen(dataSource);
-      await this.#listening;
+      const subscription = this.#listen(dataSource);
+      if (subscription) await Promise.race([subscription.ready, this.#run.whenEnded()]);
     }
     let failures = 0;
     while (!this.#closed) {
@@ -264,7 +274,8 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
       } catch (error) {
         if (this.#closed) return;
         // A destroyed DataSource fails every read the same way: end the watch instead of spinning.
-        if (isPermanent(error) || !dataSource.isInitialized) return this.#fail(error);
+        // (Not awaited: the end waits for this read loop.)
+        if (isPermanent(error) || !dataSource.isInitialized) return void this.#fail(error);
         if (!this.#report(error)) return;
         delay = Math.min(Math.max(this.#pollMs, DEFAULT_WATCH_RETRY_MAX_MS), this.#pollMs * 2 ** failures++);
       }
@@ -295,7 +306,7 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
     return states;
   }
 
-  async #listen(dataSource: DataSource): Promise<(() => Promise<void>) | undefined> {
+  #listen(dataSource: DataSource): LeaseChangeSubscription | undefined {
     const subscriber: ListenSubscriber = {
       ns: this.ns,
       onChange: () => this.#poke(),
@@ -305,7 +316,8 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
       onUnavailable: (error) => void this.#report(error),
     };
     try {
-      return await listenForLeaseChanges(dataSource, subscriber);
+      this.#subscription = subscribeToLeaseChanges(dataSource, subscriber);
+      return this.#subscription;
     } catch (error) {
       // Polling still works without LISTEN.
       this.#report(error);
@@ -326,13 +338,13 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
     }
     return new Promise((resolve) => {
       this.#wake = () => {
-        clearTimeout(this.#timer);
+        this.#run.clear(this.#timer);
         this.#timer = undefined;
         this.#wake = undefined;
         this.#dirty = false;
         resolve();
       };
-      this.#timer = setTimeout(() => this.#wake?.(), ms);
+      this.#timer = this.#run.timer(() => this.#wake?.(), ms);
     });
   }
 
@@ -348,9 +360,10 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
 
   /** Passes a survived error to `onError`; false when it threw (the watch then ended with that). */
   #report(error: unknown): boolean {
-    if (!this.#onError) return true;
+    const onError = this.#onError;
+    if (!onError) return true;
     try {
-      this.#onError(error);
+      outsideRuns(() => onError(error));
       return true;
     } catch (thrown) {
       void this.#fail(thrown);
@@ -366,16 +379,18 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
     await this.#close();
   }
 
-  /** Idempotent: stops reading, releases timers and LISTEN, then ends pending `next()` calls. */
+  /**
+   * Idempotent: ends the run (no further read, timer or retry; a read in flight sends nothing
+   * more), waits for the read in flight (bounded), releases LISTEN, then ends pending `next()` calls.
+   */
   #close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#closed = true;
       this.#signal?.removeEventListener('abort', this.#onAbort);
+      this.#run.end();
       this.#wake?.();
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-      const unlisten = await this.#listening;
-      await unlisten?.().catch((error: unknown) => this.#report(error));
+      await this.#run.settled(DEFAULT_STOP_TIMEOUT_MS);
+      await this.#subscription?.close().catch((error: unknown) => this.#report(error));
       for (const waiter of this.#waiters.splice(0)) waiter.resolve({ value: undefined, done: true });
     })();
     return this.#closing;

@@ -1,6 +1,6 @@
 /**
  * Every ```ts block of README.md and docs/*.md compiles as a user's code would: each block is its
- * own module under .tmp/snippets/, `gemstone-utils` (and its `/db`, `/election`, `/metrics`, `/nestjs` subpaths) resolves
+ * own module under .tmp/snippets/, `gemstone-utils` (and its `/db`, `/election`, `/metrics`, `/nestjs`, `/dashboard` subpaths) resolves
  * to the built declarations in dist/ (`npm run build` first), and the compiler options are those
  * of a strict CommonJS project (`strict`, `exactOptionalPropertyTypes`). One program for all
  * blocks keeps it fast; a failure names the document and the line inside the block. With
@@ -12,6 +12,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as ts from 'typescript';
+import { blockFileName, documentsWithSnippets, documentTsBlocks, extractTsBlocks } from '../support/markdown';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const OUT = path.join(ROOT, '.tmp', 'snippets');
@@ -25,55 +26,14 @@ interface Snippet {
   readonly file: string;
 }
 
-/** The documents whose ```ts blocks are compiled. */
-function documents(): string[] {
-  const docsDir = path.join(ROOT, 'docs');
-  const docs = fs.existsSync(docsDir)
-    ? fs.readdirSync(docsDir).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)
-    : [];
-  return ['README.md', ...docs];
-}
-
-/** Fenced blocks opened by a line that is exactly ```ts or ```typescript (other languages are skipped). */
-export function extractTsBlocks(markdown: string): Array<{ firstLine: number; code: string }> {
-  const lines = markdown.split(/\r?\n/);
-  const blocks: Array<{ firstLine: number; code: string }> = [];
-  let fence: string | null = null;
-  let isTs = false;
-  let start = 0;
-  let body: string[] = [];
-  lines.forEach((line, i) => {
-    if (fence === null) {
-      const open = /^(\s*)(`{3,}|~{3,})\s*([\w-]*)/.exec(line);
-      if (!open) return;
-      fence = open[2] as string;
-      isTs = open[3] === 'ts' || open[3] === 'typescript';
-      start = i + 2;
-      body = [];
-    } else if (line.trim().startsWith(fence) && line.trim().replace(/[`~]/g, '') === '') {
-      if (isTs) blocks.push({ firstLine: start, code: body.join('\n') });
-      fence = null;
-    } else {
-      body.push(line);
-    }
-  });
-  if (fence !== null) throw new Error(`unclosed code fence opened at line ${start - 1}`);
-  return blocks;
-}
-
 function collect(): Snippet[] {
   fs.rmSync(OUT, { recursive: true, force: true });
   fs.mkdirSync(OUT, { recursive: true });
   const snippets: Snippet[] = [];
-  for (const doc of documents()) {
-    let blocks: Array<{ firstLine: number; code: string }>;
-    try {
-      blocks = extractTsBlocks(fs.readFileSync(path.join(ROOT, doc), 'utf8'));
-    } catch (error) {
-      throw new Error(`${doc}: ${(error as Error).message}`);
-    }
+  for (const doc of documentsWithSnippets(ROOT)) {
+    const blocks = documentTsBlocks(ROOT, doc);
     for (const block of blocks) {
-      const file = path.join(OUT, `${doc.replace(/[^\w]+/g, '_')}_L${block.firstLine}.ts`);
+      const file = path.join(OUT, blockFileName(doc, block));
       // `export {}` after the block makes every file a module of its own (blocks without imports
       // would otherwise share one global scope); appended, so the block's lines keep their numbers.
       fs.writeFileSync(file, `${block.code}\nexport {};\n`);
@@ -107,6 +67,7 @@ function compilerOptions(): ts.CompilerOptions {
       'gemstone-utils/election': dist('election/index.d.ts'),
       'gemstone-utils/metrics': dist('metrics/index.d.ts'),
       'gemstone-utils/nestjs': dist('nestjs/index.d.ts'),
+      'gemstone-utils/dashboard': dist('dashboard/index.d.ts'),
       // GEMSTONE_TYPEORM_LINE=0.3: the snippets and the package's declarations see TypeORM 0.3.
       ...(process.env['GEMSTONE_TYPEORM_LINE'] === '0.3'
         ? { typeorm: [path.join(ROOT, 'node_modules', 'typeorm03')], 'typeorm/*': [path.join(ROOT, 'node_modules', 'typeorm03', '*')] }

@@ -15,6 +15,10 @@ export interface WorkerConfig {
   listenErrors?: boolean;
   ledgerEveryMs?: number;
   statusEveryMs?: number;
+  /** DataSourceOptions used instead of `url` (timeouts, pool size). */
+  dataSource?: Record<string, unknown>;
+  /** Report every acquisition and renewal ('tick' lines). */
+  ticks?: boolean;
 }
 
 export interface WorkerLine {

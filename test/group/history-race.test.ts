@@ -9,7 +9,7 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import type { LeaderElectorGroup } from 'gemstone-utils';
 import { describeEachDatabase, query, sleep } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
-import { namespaces, recordingGroup, waitFor } from './helpers';
+import { GroupEvent, namespaces, recordingGroup, waitFor } from './helpers';
 
 const EXPIRE = 3;
 const INTERVAL = 300;
@@ -85,12 +85,16 @@ describeEachDatabase(
       expect(historyViolations(rows)).toEqual([]);
     }, 60_000);
 
-    test('a renewal whose lease ran out while its tick waited is a new term, the lapsed one closed at its lease end', async () => {
+    // The tick writes its leader rows, then waits on the candidate rows past the lease's end: its
+    // renewal (written while the lease was live) commits late. Whatever the database, the group
+    // ends up on a later term with the lapsed one closed, and never reports a term it lost again.
+    // (The renewal decided by the clock of its write is the PostgreSQL test below.)
+    test('a tick that waited past its lease end: a later term, the lapsed one closed expired, no term elected twice', async () => {
       const pg = db.kind === 'postgres';
       const p = (i: number) => (pg ? `$${i}` : '?');
       const names = namespaces(freshNs(), 3);
       const lease = 1;
-      const { group: g, errors } = recordingGroup(ds, { namespaces: names, expireSeconds: lease, intervalMs: 200 });
+      const { group: g, events, errors } = recordingGroup(ds, { namespaces: names, expireSeconds: lease, intervalMs: 200 });
       groups.push(g);
       await g.start();
       await waitFor('the group leads term 1 everywhere', () => names.every((ns) => g.lease(ns)?.term === 1), 10_000);
@@ -113,8 +117,9 @@ describeEachDatabase(
         names,
       );
       expect(historyViolations(rows)).toEqual([]);
+      expect(reelectedTerms(events)).toEqual([]);
       for (const ns of names) {
-        // Never the lapsed term resurrected: the lease now held is a later one.
+        // The lease now held is a later one.
         expect(g.lease(ns)!.term).toBeGreaterThanOrEqual(2);
         const first = rows.find((r) => r.ns === ns && Number(r.term) === 1)!;
         expect(first.end_reason).toBe('expired');
@@ -122,4 +127,89 @@ describeEachDatabase(
     }, 60_000);
   },
   { kinds: ['postgres', 'mariadb'] },
+);
+
+/** Terms a group reported 'elected' for again after its 'demoted' of that term: a lapsed term resurrected. */
+function reelectedTerms(events: readonly GroupEvent[]): string[] {
+  const ended = new Set<string>();
+  const again: string[] = [];
+  for (const e of events) {
+    const key = `${e.ns} term ${e.term}`;
+    if (e.kind === 'demoted') ended.add(key);
+    if (e.kind === 'elected' && ended.has(key)) again.push(key);
+  }
+  return again;
+}
+
+// PostgreSQL decides and writes a tick in one statement; a statement slowed between its decision
+// (the rows it read) and its write must decide the renewal again by the clock of the write.
+describeEachDatabase(
+  'LeaderElectorGroup: a renewal written after its lease ran out',
+  (db) => {
+    let ds: DataSource;
+    const groups: LeaderElectorGroup[] = [];
+    beforeAll(async () => {
+      ds = await db.connect();
+      // Test-owned instrumentation of the leader table: every write is logged with the database
+      // clock at the write, and one armed write sleeps (a statement slower than the lease).
+      await ds.query('CREATE TABLE test_lease_write (ns varchar NOT NULL, old_term bigint, new_term bigint, old_until timestamptz, at timestamptz NOT NULL)');
+      await ds.query('CREATE TABLE test_stall (seconds float8 NOT NULL)');
+      await ds.query(`CREATE FUNCTION test_lease_write() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE s float8;
+BEGIN
+  INSERT INTO test_lease_write VALUES (NEW.ns, OLD.term, NEW.term, OLD.lease_expires_at, clock_timestamp());
+  DELETE FROM test_stall RETURNING seconds INTO s;
+  IF s IS NOT NULL THEN PERFORM pg_sleep(s); END IF;
+  RETURN NEW;
+END $$`);
+      await ds.query('CREATE TRIGGER test_lease_write BEFORE UPDATE ON gemstone_election_leader FOR EACH ROW EXECUTE FUNCTION test_lease_write()');
+    });
+    afterEach(async () => {
+      await Promise.all(groups.splice(0).map((g) => g.stop()));
+    });
+
+    test('never renews the lapsed term: a new term, the lapsed one closed at its lease end', async () => {
+      const names = namespaces(freshNs(), 4);
+      const lease = 1;
+      const { group: g, events, errors } = recordingGroup(ds, { namespaces: names, expireSeconds: lease, intervalMs: 200 });
+      groups.push(g);
+      await g.start();
+      await waitFor('the group leads term 1 everywhere', () => names.every((ns) => g.lease(ns)?.term === 1), 10_000);
+      // The next tick's first leader-row write sleeps past the lease: every later row of that
+      // statement was decided while its lease was live and is written after it ran out.
+      await ds.query('INSERT INTO test_stall VALUES ($1)', [lease + 0.8]);
+      // The armed row's delete commits with the stalled statement.
+      await waitFor('the stalled tick', async () => Number((await ds.query('SELECT count(*) AS n FROM test_stall'))[0].n) === 0, 10_000);
+      const mark = events.length;
+      await waitFor('the group leads again everywhere', () => names.every((ns) => events.slice(mark).some((e) => e.kind === 'elected' && e.ns === ns)), 10_000);
+      await g.stop();
+      expect(errors.filter((e) => !/has not answered|elect failed/.test(e.message))).toEqual([]);
+
+      // The resurrection itself: a write that kept the term of a lease that had already ended.
+      const resurrected = await query<{ ns: string; term: string; old_until: Date; at: Date }>(
+        ds,
+        `SELECT ns, new_term AS term, old_until, at FROM test_lease_write
+         WHERE ns = ANY (CAST(? AS varchar[])) AND new_term = old_term AND old_until <= at ORDER BY at`,
+        [names],
+      );
+      expect(resurrected.map((r) => `${r.ns}: term ${r.term} renewed ${r.at.getTime() - r.old_until.getTime()} ms after its lease ended`)).toEqual([]);
+      // Not vacuous: the stall made writes land after their lease's end, as new terms.
+      const lapsedTakeovers = await query<{ n: string }>(
+        ds,
+        'SELECT count(*) AS n FROM test_lease_write WHERE ns = ANY (CAST(? AS varchar[])) AND new_term = old_term + 1 AND old_until <= at',
+        [names],
+      );
+      expect(Number(lapsedTakeovers[0]!.n)).toBeGreaterThanOrEqual(1);
+      // What the group reported: never a term again after its demotion from it.
+      expect(reelectedTerms(events)).toEqual([]);
+      const rows = await query<HistoryRow & { end_reason: string | null }>(
+        ds,
+        'SELECT ns, term, acquired_at, ended_at, end_reason FROM gemstone_election_history WHERE ns = ANY (CAST(? AS varchar[]))',
+        [names],
+      );
+      expect(historyViolations(rows)).toEqual([]);
+      for (const r of rows.filter((x) => Number(x.term) === 1)) expect(r.end_reason).toBe('expired');
+    }, 60_000);
+  },
+  { kinds: ['postgres'] },
 );

@@ -61,8 +61,10 @@ describeEachDatabase('entityPrefix', (db) => {
     expect(Number(rows[0]!.n)).toBe(2);
   });
 
-  test('two prefixes and no prefix on one database: separate elections, no name collisions', async () => {
-    if (!db.shared) return;
+  // An in-memory SQLite database is private to its connection: three DataSources, or a CLI
+  // process, cannot open the same one.
+  const unshared = db.shared ? '' : ' [SKIPPED: an in-memory database is private to each connection]';
+  (db.shared ? test : test.skip)(`two prefixes and no prefix on one database: separate elections, no name collisions${unshared}`, async () => {
     const other = await db.sibling();
     const plain = await other.connect();
     const x = await other.connect({ entityPrefix: 'x_' } as Partial<DataSourceOptions>);
@@ -109,8 +111,7 @@ describeEachDatabase('entityPrefix', (db) => {
     expect(await tables(ds, db.kind)).not.toContain('mig_gemstone_election_leader');
   });
 
-  test('CLI init and status with --entity-prefix', async () => {
-    if (!db.shared) return;
+  (db.shared ? test : test.skip)(`CLI init and status with --entity-prefix${unshared}`, async () => {
     const other = await db.sibling();
     const init = await runCli(['init', '--url', other.url(), '--entity-prefix', 'cli_']);
     expect(init.stderr).toBe('');

@@ -1,8 +1,8 @@
 /**
  * A lint rule, run as a test: SQL text that reaches the database is never built from values.
  *
- * The sinks are `.query(text, …)` (EntityManager, DataSource, QueryRunner, pg Client) and the
- * query builder's condition methods. Their text must be one of:
+ * The sinks are `.query(text, …)` (EntityManager, DataSource, QueryRunner, pg Client), mysql2's
+ * `.execute(text, values)` (server-side parameters) and the query builder's condition methods. Their text must be one of:
  * - a string literal (no interpolation at all);
  * - for `.query`: a variable destructured from `render(…)` — the `sql` tagged template of
  *   `src/db/sql.ts`, which binds every interpolated value as a parameter — or from `bind(…)`
@@ -83,10 +83,13 @@ function boundToRender(source: ts.SourceFile, name: string): boolean {
   return found > 0 && found === fromRender;
 }
 
-/** `{ name, text, values }` (a pg query config) whose `text` is a variable bound to `render`/`bind`. */
+/**
+ * `{ name, text, values }` (a pg query config) or `{ sql, timeout }` (mysql2's query options)
+ * whose `text` / `sql` is a variable bound to `render`/`bind`.
+ */
 function isRenderedConfig(source: ts.SourceFile, node: ts.Expression): boolean {
   if (!ts.isObjectLiteralExpression(node)) return false;
-  const text = node.properties.find((p) => p.name !== undefined && ts.isIdentifier(p.name) && p.name.text === 'text');
+  const text = node.properties.find((p) => p.name !== undefined && ts.isIdentifier(p.name) && (p.name.text === 'text' || p.name.text === 'sql'));
   if (!text) return false;
   const value = ts.isShorthandPropertyAssignment(text) ? text.name : ts.isPropertyAssignment(text) ? text.initializer : undefined;
   return value !== undefined && ts.isIdentifier(value) && boundToRender(source, value.text);
@@ -138,8 +141,9 @@ export function scanSqlSource(file: string, text: string, constants: ReadonlyMap
     if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
       const method = node.expression.name.text;
       const first = node.arguments[0];
-      if ((method === 'query' || CONDITION_METHODS.has(method)) && first) sinks++;
-      if (method === 'query' && first) {
+      const statementSink = method === 'query' || method === 'execute';
+      if ((statementSink || CONDITION_METHODS.has(method)) && first) sinks++;
+      if (statementSink && first) {
         const ok =
           isPlainString(first) ||
           (ts.isIdentifier(first) && boundToRender(source, first.text)) ||
@@ -150,7 +154,7 @@ export function scanSqlSource(file: string, text: string, constants: ReadonlyMap
               const value = ts.isIdentifier(span.expression) ? constants.get(span.expression.text) : undefined;
               return value !== undefined && SQL_IDENTIFIER.test(value);
             }));
-        if (!ok) report(node, '.query() text must be a literal, render() output, or a template of identifier constants');
+        if (!ok) report(node, `.${method}() text must be a literal, render() output, or a template of identifier constants`);
       }
       if (CONDITION_METHODS.has(method) && first && !isPlainString(first) && !ts.isArrowFunction(first) && !ts.isNewExpression(first) && !ts.isObjectLiteralExpression(first)) {
         report(node, `.${method}() condition must be a string literal with :name parameters`);

@@ -18,14 +18,19 @@ describe('no SQL text built from values', () => {
 
   test('the rule sees the sinks src/ really has, and flags a bad line planted into real code', () => {
     // A rule that matched nothing would pass forever: it must find session.ts's query(text) and
-    // the query builder's where() in store.ts, at least.
+    // mysql-session.ts's execute(…) and query(…), at least.
     expect(checkSqlTree(SRC).sinks).toBeGreaterThanOrEqual(3);
-    const store = fs.readFileSync(path.join(SRC, 'election', 'store.ts'), 'utf8');
     const srcConstants = stringConstants(new Map(sourceFiles(SRC).map((f) => [f, fs.readFileSync(f, 'utf8')] as const)));
-    expect(checkSqlSource('store.ts', store, srcConstants)).toEqual([]);
-    const planted = store.replace(".where('l.ns = :ns', { ns })", ".where(`l.ns = '${ns}'`)");
-    expect(planted).not.toBe(store);
-    expect(checkSqlSource('store.ts', planted, srcConstants)).toHaveLength(1);
+    const mysql = fs.readFileSync(path.join(SRC, 'db', 'mysql-session.ts'), 'utf8');
+    expect(checkSqlSource('mysql-session.ts', mysql, srcConstants)).toEqual([]);
+    for (const [from, to] of [
+      ['connection.execute({ sql: text,', 'connection.execute({ sql: `${text} /* ${parameters[0]} */`,'],
+      ['connection.query({ sql: text,', "connection.query({ sql: text + ' WHERE 1',"],
+    ]) {
+      const planted = mysql.replace(from!, to!);
+      expect(planted).not.toBe(mysql);
+      expect(checkSqlSource('mysql-session.ts', planted, srcConstants)).toHaveLength(1);
+    }
     const withRender = "import { render } from './sql';\nasync function run(m, f) { const { text, values } = render(f, 'dollar'); return m.query(text, [...values]); }";
     expect(check(withRender)).toEqual([]);
     expect(check(withRender.replace('render(f', 'other(f'))).toHaveLength(1);
@@ -45,6 +50,8 @@ describe('no SQL text built from values', () => {
     ['a hand-made SqlFragment', 'execute(context, m, new SqlFragment([userText], []))'],
     ['a query config whose text is built by hand', "const text = `SELECT ${ns}`; client.query({ name: 'x', text, values: [] })"],
     ['a query config with an inline text', "client.query({ name: 'x', text: 'SELECT ' + ns, values: [] })"],
+    ['a mysql2 execute() with an interpolated text', "connection.execute({ sql: `SELECT ${column} FROM t` }, [], done)"],
+    ['a mysql2 execute() with a concatenated text', "connection.execute('SELECT * FROM t WHERE ns = ' + ns, [], done)"],
   ])('catches %s', (_label, code) => {
     expect(check(code)).toHaveLength(1);
   });
@@ -55,6 +62,7 @@ describe('no SQL text built from values', () => {
     ['a parameterized condition', "qb.where('l.ns = :ns', { ns })"],
     ['Brackets', "qb.where(new Brackets((b) => b.where('a = :a', { a })))"],
     ['a named statement bound from a prepared one', 'async function run(c, p, a) { const { name, text, values } = bind(p, a); return c.query({ name, text, values }); }'],
+    ['a mysql2 execute() of render() output', "async function run(c, f, done) { const { text, values } = render(f, 'question'); c.execute({ sql: text, timeout: 5 }, values, done); }"],
   ])('allows %s', (_label, code) => {
     expect(check(code)).toEqual([]);
   });

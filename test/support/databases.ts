@@ -239,6 +239,13 @@ export function describeEachDatabase(title: string, body: (db: TestDatabase) => 
   }
 }
 
+/**
+ * Whether the MariaDB server knows `innodb_snapshot_isolation` (probed by the global setup). Cases
+ * that need it are skipped, with this reason in their title, where it does not.
+ */
+export const MARIADB_SNAPSHOT_ISOLATION = process.env.GEMSTONE_TEST_MARIADB_SNAPSHOT_ISOLATION === '1';
+export const NO_SNAPSHOT_ISOLATION = ' [SKIPPED: this MariaDB server has no innodb_snapshot_isolation (10.6.18+/10.11.8+)]';
+
 export const uuid = (): string => randomUUID();
 
 /**

@@ -7,7 +7,8 @@
 // demotion that it did not ask for ('lost' or 'lease-expired-locally') it deliberately tries one
 // more write under the stale term, as a buggy application would, and reports whether the fence
 // rejected it.
-// Reads commands on stdin: "stop" (stop the elector, destroy the DataSource, exit 0).
+// Reads commands on stdin: "stop" (stop the elector, destroy the DataSource, exit 0), "restart"
+// (stop the elector and start it again: a hand-over, the process and its DataSource stay).
 // No handler for unhandled rejections or uncaught exceptions: an escaped error crashes it, and the
 // tests notice.
 'use strict';
@@ -20,11 +21,11 @@ const out = (event, fields = {}) => process.stdout.write(`${JSON.stringify({ eve
 
 async function main() {
   out('spawned', { pid: process.pid });
-  const ds = await initDb(config.url);
+  const ds = await initDb(config.dataSource ?? config.url);
   // TypeORM runs every QueryRunner of a SQLite DataSource on one connection, so the application's
   // transactions would interleave with the elector's: leader work gets a DataSource of its own.
   const sqlite = ds.options.type === 'sqlite' || ds.options.type === 'better-sqlite3';
-  const workDs = sqlite && config.ledgerEveryMs ? await initDb(config.url) : ds;
+  const workDs = sqlite && config.ledgerEveryMs ? await initDb(config.dataSource ?? config.url) : ds;
   out('initialized');
   const service = new ElectionService(workDs);
   const placeholders = ds.options.type === 'postgres' ? ['$1', '$2', '$3'] : ['?', '?', '?'];
@@ -61,6 +62,13 @@ async function main() {
       );
     }
   });
+  if (config.ticks) {
+    elector.on('tick', (tick) => {
+      if (tick.outcome === 'acquired' || tick.outcome === 'renewed') {
+        out('tick', { outcome: tick.outcome, term: tick.term, durationMs: Math.round(tick.durationSeconds * 1000) });
+      }
+    });
+  }
   if (config.listenErrors) elector.on('error', (error) => out('error', { message: error.message, phase: error.phase }));
 
   await elector.start();
@@ -88,6 +96,12 @@ async function main() {
   }
 
   readline.createInterface({ input: process.stdin }).on('line', async (line) => {
+    if (line.trim() === 'restart') {
+      await elector.stop();
+      await elector.start();
+      out('restarted', { isLeader: elector.isLeader });
+      return;
+    }
     if (line.trim() !== 'stop') return;
     await elector.stop();
     out('stopped-elector');
