@@ -265,8 +265,8 @@ export function createGroupStore(context: DbContext) {
     (n.renewing AND (NOT ${eligible} OR n.outranked)) AS hand_over
   FROM numbered n
 ), lease AS (
-  -- A renewal is decided again when it is written: the statement may have waited (for a candidate
-  -- row's lock) since the rows were read, and a lease that ran out meanwhile is a takeover by the
+  -- A renewal is decided again when it is written: the statement may have waited (in own, for
+  -- another leader row's lock) since the rows were read, and a lease that ran out meanwhile is a takeover by the
   -- database clock (term + 1, the lapsed term closed below), never the same term resurrected.
   UPDATE ${leaders} AS l
   SET leader_id = ${me}, term = CASE WHEN d.renewing AND (d.hand_over OR l.lease_expires_at > clock_timestamp()) THEN d.term ELSE d.term + 1 END,
@@ -442,8 +442,8 @@ WHERE h.ns IN ${list(names)} AND h.ended_at IS NULL AND l.leader_id = ${me}`,
       );
       try {
         for (const batch of chunks(ownLive.sort(compareNs), GROUP_BATCH_SIZE)) {
-          const locked = await execute(context, m, sql`SELECT ns, leader_id, term, ${liveCase} AS live FROM ${leaders} WHERE ns IN ${list(batch)} ORDER BY ns FOR UPDATE`);
-          for (const r of locked) rows.set(String(r.ns), toRow(r));
+          // Only the locks: the rows are read again, and judged by a later statement's clock, below.
+          await execute(context, m, sql`SELECT ns FROM ${leaders} WHERE ns IN ${list(batch)} ORDER BY ns FOR UPDATE`);
         }
       } finally {
         await execute(context, m, mariadb ? sql`SET SESSION max_statement_time = @gemstone_wait_bound` : sql`SET SESSION innodb_lock_wait_timeout = @gemstone_wait_bound`);
