@@ -663,6 +663,13 @@ SELECT l.ns, l.term, l.leader_id, ${now}, NULL, NULL FROM ${leaders} l
 WHERE l.ns IN (${unless(sql`changes() > 0`)}) AND l.leader_id = ${me} AND l.lease_expires_at > ${now}
   AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
 ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
+      // The lapsed terms closed above that were not taken over are open again: D1 (ineligible), D2
+      // (outranked) and a share cap leave a lapsed term open until someone takes the lease (T2
+      // closes it then), as every other path does. Its leader row still names its holder and term.
+      sql`UPDATE ${history} SET ended_at = NULL, end_reason = NULL
+WHERE ended_at IS NOT NULL AND end_reason = ${'expired'} AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l
+  WHERE l.ns ${inNs} AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${now} AND l.leader_id = ${history}.leader_id
+    AND l.lease_expires_at = ${history}.ended_at)`,
       // Heartbeat of the caller's candidate rows, then the missing ones (none when the heartbeat
       // changed every namespace's row); the changes() of that INSERT counts them.
       sql`UPDATE ${candidates} SET last_heartbeat_at = ${now}, expires_at = ${until}, priority = ${input.priority}, eligible = ${eligible}${metaSet}
