@@ -544,7 +544,7 @@ WHERE h.ns IN ${list(lapsed)} AND h.ended_at IS NULL AND l.leader_id IS NOT NULL
         context,
         m,
         sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
-SELECT l.ns, l.term, l.leader_id, ${d.now}, NULL, NULL FROM ${leaders} l WHERE l.ns IN ${list(names)}
+SELECT l.ns, l.term, l.leader_id, l.updated_at, NULL, NULL FROM ${leaders} l WHERE l.ns IN ${list(names)}
 ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
       );
     }
@@ -657,9 +657,10 @@ WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l
       sql`UPDATE ${leaders} SET term = term + 1, leader_id = ${me}, lease_expires_at = ${until}, updated_at = ${now}
 WHERE ns IN (SELECT l.ns FROM ${leaders} l WHERE l.ns ${inNs} AND ${over('l')} AND ${eligible} = 1
   AND COALESCE(${rivalOf('l')} > ${input.priority}, 0) = 0 ORDER BY l.ns LIMIT ${limit})`,
-      // Only after acquisitions: changes() is the count of the UPDATE just before (a renewal opens no term).
+      // Only after acquisitions: changes() is the count of the UPDATE just before (a renewal opens no
+      // term). Dated by that UPDATE's write (updated_at), not this statement's later clock.
       sql`INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
-SELECT l.ns, l.term, l.leader_id, ${now}, NULL, NULL FROM ${leaders} l
+SELECT l.ns, l.term, l.leader_id, l.updated_at, NULL, NULL FROM ${leaders} l
 WHERE l.ns IN (${unless(sql`changes() > 0`)}) AND l.leader_id = ${me} AND l.lease_expires_at > ${now}
   AND NOT EXISTS (SELECT 1 FROM ${history} h WHERE h.ns = l.ns AND h.term = l.term AND h.ended_at IS NULL)
 ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'])}`,
