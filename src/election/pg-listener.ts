@@ -27,6 +27,8 @@ export const DEFAULT_LISTEN_RECONNECT_MIN_MS = 100;
 export const DEFAULT_LISTEN_RECONNECT_MAX_MS = 5_000;
 /** Connection timeout of the LISTEN connection unless the DataSource sets `connectTimeoutMS`. */
 export const DEFAULT_LISTEN_CONNECT_TIMEOUT_MS = 10_000;
+/** How long LISTEN and its set-up statements may take once connected, before the attempt is failed and retried. */
+const LISTEN_SETUP_TIMEOUT_MS = 10_000;
 /** How long closing the LISTEN connection waits for the server's goodbye. */
 const CLOSE_WAIT_MS = 1_000;
 /**
@@ -235,6 +237,11 @@ class PgListener {
     client.on('end', () => fail(new Error('gemstone-utils: the LISTEN connection was closed by the server')));
     client.on('notification', (message: Notification) => this.#deliver(message));
     this.#connectingClient = client;
+    // The whole set-up is bounded, not only the connect: through a proxy, a server that went away
+    // mid-failover can leave LISTEN unanswered on an open socket, and nothing would ever fail it.
+    const connectMs = Number(listenerConfig(this.#dataSource, this.#target).connectionTimeoutMillis) || 0;
+    const setupLimitMs = (connectMs > 0 ? connectMs : DEFAULT_LISTEN_CONNECT_TIMEOUT_MS) + LISTEN_SETUP_TIMEOUT_MS;
+    const watchdog = this.#run.timer(() => fail(new Error(`gemstone-utils: LISTEN was not set up within ${setupLimitMs} ms`)), setupLimitMs, false);
     try {
       await client.connect();
       await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
@@ -243,6 +250,7 @@ class PgListener {
       fail(error);
       return;
     } finally {
+      this.#run.clear(watchdog);
       if (this.#connectingClient === client) this.#connectingClient = undefined;
     }
     if (failed) return;

@@ -169,7 +169,10 @@ describe.each([
         .query(member, 'SELECT pid, state, query, backend_start FROM pg_stat_activity WHERE application_name = $1', [LISTENER_APP], 'postgres')
         .catch((e: Error) => e.message);
       const errors = workers.map((w) => w.events('error').slice(-5).map((l) => `${new Date(l.t).toISOString()} ${String(l.message)}`));
-      throw new Error(`${(error as Error).message}\nLISTEN sessions: ${JSON.stringify(sessions)}\nworker errors: ${JSON.stringify(errors, null, 1)}`);
+      const states = workers.map((w) => ({ candidateId: w.candidateId, alive: w.alive, exit: w.exit, stderr: w.stderr.join('').slice(-2000), last: w.lines.slice(-3) }));
+      throw new Error(
+        `${(error as Error).message}\nLISTEN sessions: ${JSON.stringify(sessions)}\nworker errors: ${JSON.stringify(errors, null, 1)}\nworkers: ${JSON.stringify(states, null, 1)}`,
+      );
     }
   }
 
