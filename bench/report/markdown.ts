@@ -120,16 +120,19 @@ export function renderMarkdown(report: BenchReport): string {
   if (load.length) {
     const sizes = load[0]?.[1].load?.sizes;
     out.push(
-      `### Load: counted, per call\n\nStatements and transactions counted by a TypeORM logger that sees every statement (autocommit statements count as transactions). ` +
-        `Elector ticks: ${sizes?.electors} LeaderElectors, intervalMs ${sizes?.intervalMs}, over ${sizes?.windowMs} ms; a tick runs from one candidate-row touch to the next, and txns per tick is the most transactions started within any whole tick. ` +
-        'PostgreSQL cross-check: `pg_stat_database.xact_commit` over renewals.',
+      `### Load: transactions per call and per tick\n\nTransactions, not statements: a TypeORM logger that sees every statement on the connection counts each transaction once, when it starts ` +
+        '(an explicit BEGIN / START TRANSACTION, or a statement reading or writing data outside any transaction: autocommit); statements inside it, settings (SET, SHOW, PRAGMA) and a BEGIN that failed are not counted. ' +
+        `Statements sent are given in parentheses. Elector ticks: ${sizes?.electors} LeaderElectors, intervalMs ${sizes?.intervalMs}, over ${sizes?.windowMs} ms; a tick runs from one candidate-row touch to the next, ` +
+        'and transactions per tick is the most transactions started within any whole tick. ' +
+        `Server cross-check over ${sizes?.elects} renewals on the library's connection: PostgreSQL \`pg_stat_database\` xact_commit + xact_rollback; MariaDB session Com_commit + Com_rollback (explicit transactions only); SQLite has no counter.`,
     );
     out.push(
       table(
-        ['database', 'renew stmts / txns', 'follower stmts / txns', 'takeover stmts / txns', 'elector ticks (leader + followers)', 'txns per tick (max)', 'xact_commit per elect'],
+        ['database', 'renew: transactions (statements)', 'follower: transactions (statements)', 'takeover: transactions (statements)', 'elector ticks (leader + followers)', 'transactions per tick (max)', 'server count per renewal (server / logger)'],
         load.map(([kind, r]) => {
           const l = r.load!;
-          const pc = (p: { statements: number; transactions: number }) => `${p.statements.toFixed(1)} / ${p.transactions.toFixed(1)}`;
+          const pc = (p: { statements: number; transactions: number }) => `${p.transactions.toFixed(2)} (${p.statements.toFixed(1)})`;
+          const server = l.serverCount;
           return [
             LABEL[kind],
             pc(l.elect.renew),
@@ -137,7 +140,7 @@ export function renderMarkdown(report: BenchReport): string {
             pc(l.elect.takeover),
             l.electors.map((e) => `${e.ticks}${e.leader ? ' (L)' : ''}`).join(' + '),
             `**${l.maxTransactionsPerTick.toFixed(2)}**`,
-            l.xactCommit ? `${l.xactCommit.perElect.toFixed(2)} (${l.xactCommit.commits} / ${l.xactCommit.elects})` : '–',
+            server ? `${server.perElect.toFixed(2)} (${server.transactions} / ${server.logged})` : '–',
           ];
         }),
       ),
