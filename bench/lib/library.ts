@@ -31,7 +31,7 @@ const SETTING = /^\s*(SET|SHOW|PRAGMA)\b/i;
  * (`runMysql`) and the SQLite transactions it runs itself — so nothing is guessed.
  *
  * Transactions, not statements: a transaction is counted once, when it starts — an explicit
- * `BEGIN` / `START TRANSACTION` / `BEGIN IMMEDIATE`, or a statement that reads or writes data
+ * `BEGIN` / `START TRANSACTION` / `BEGIN IMMEDIATE`, or any other statement but a setting sent
  * while no transaction is open (autocommit: the statement is its own transaction, as
  * PostgreSQL's `xact_commit` counts it). The statements inside a transaction, its `COMMIT` or
  * `ROLLBACK`, settings (`SET`, `SHOW`, `PRAGMA`) and a `BEGIN` that failed (SQLite answers

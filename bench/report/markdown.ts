@@ -121,7 +121,7 @@ export function renderMarkdown(report: BenchReport): string {
     const sizes = load[0]?.[1].load?.sizes;
     out.push(
       `### Load: transactions per call and per tick\n\nTransactions, not statements: a TypeORM logger that sees every statement on the connection counts each transaction once, when it starts ` +
-        '(an explicit BEGIN / START TRANSACTION, or a statement reading or writing data outside any transaction: autocommit); statements inside it, settings (SET, SHOW, PRAGMA) and a BEGIN that failed are not counted. ' +
+        '(an explicit BEGIN / START TRANSACTION, or any other statement but a setting sent outside any transaction: autocommit); statements inside it, settings (SET, SHOW, PRAGMA) and a BEGIN that failed are not counted. ' +
         `Statements sent are given in parentheses. Elector ticks: ${sizes?.electors} LeaderElectors, intervalMs ${sizes?.intervalMs}, over ${sizes?.windowMs} ms; a tick runs from one candidate-row touch to the next, ` +
         'and transactions per tick is the most transactions started within any whole tick. ' +
         `Server cross-check over ${sizes?.elects} renewals on the library's connection: PostgreSQL \`pg_stat_database\` xact_commit + xact_rollback; MariaDB session Com_commit + Com_rollback (explicit transactions only); SQLite has no counter.`,
