@@ -1,16 +1,27 @@
 /**
  * The limit the library is measured against: the same durable work as `elect` — touch the
  * caller's candidate row and renew-or-acquire the lease by the database clock — through the same
- * driver the library uses, with no ORM, in as few statements as the database allows:
+ * driver the library uses, with no ORM, in as few statements as the database allows. Every
+ * caller first reads the leader row without a lock; only a caller that may take or renew the
+ * lease (no live lease of another candidate) then writes it. A follower's work is therefore its
+ * candidate heartbeat upsert and that plain read — no lock on the leader row — the leanest a
+ * follower's `elect` can be, on every database:
  *
- * - PostgreSQL: ONE statement (two data-modifying CTEs, the leader row locked by its upsert) on a
- *   raw `pg` Client, sent as a NAMED prepared statement (parsed and planned once per connection).
- * - MariaDB: ONE round trip on a raw mysql2 connection with `multipleStatements`: `START
- *   TRANSACTION`, the leader upsert, the candidate upsert and `COMMIT` (the library's DataSource
- *   has no multiple statements). It does not return the leader and writes no history: a bound in
- *   the baseline's favour.
- * - SQLite: no statement can write two tables, so two prepared statements in one
- *   `BEGIN IMMEDIATE` transaction (better-sqlite3 runs them synchronously: no round trips).
+ * - PostgreSQL: ONE statement on a raw `pg` Client, sent as a NAMED prepared statement (parsed
+ *   and planned once per connection): a plain read of the leader row, the lease upsert (`INSERT
+ *   … SELECT … WHERE NOT EXISTS` that read's live lease of another, `ON CONFLICT DO UPDATE …
+ *   WHERE`) and the candidate upsert, as CTEs; it returns the leader.
+ * - MariaDB: ONE round trip on a raw mysql2 connection with `multipleStatements` (the library's
+ *   DataSource has no multiple statements), four statements in one transaction: `START
+ *   TRANSACTION`; `SELECT … INTO @variable` (the plain read); `INSERT … SELECT … FROM DUAL WHERE
+ *   <no live lease of another> ON DUPLICATE KEY UPDATE` of the leader row, its IFs judging the
+ *   row again under its lock; `INSERT … ON DUPLICATE KEY UPDATE` of the candidate row; `COMMIT`.
+ *   It does not return the leader to the client.
+ * - SQLite: no statement can write two tables: prepared statements in one `BEGIN IMMEDIATE`
+ *   transaction, run synchronously by better-sqlite3 (no round trips): the plain read, the lease
+ *   upsert when that read allows it, the candidate upsert.
+ *
+ * None writes history rows (the library's takeover does): a bound in the baseline's favour.
  *
  * On PostgreSQL, `storedFunction` is a classic single-table lease function:
  * `try_become_leader()` in PL/pgSQL on its own table (it touches no candidate row).
@@ -37,9 +48,18 @@ export interface StoredFunction {
   expire(service: string): Promise<void>;
 }
 
-const PG_ELECT = `WITH lease AS (
+// The leader row is read first without a lock (`current`); the lease upsert gets a row to insert
+// only when that read shows no live lease of another candidate. A follower thus upserts its
+// candidate row and reads the leader row — no lock on it (an `ON CONFLICT DO UPDATE` locks the
+// conflicting row even when its WHERE then refuses the update). Whoever may take or renew the
+// lease runs the upsert, whose WHERE judges the row again, locked, by the current clock.
+// (A CTE referenced twice is computed once: one read.)
+const PG_ELECT = `WITH current AS (
+  SELECT leader_id, (lease_expires_at > clock_timestamp()) AS live FROM ${LEADER_TABLE} WHERE ns = $1::varchar
+), lease AS (
   INSERT INTO ${LEADER_TABLE} AS l (ns, leader_id, lease_expires_at, updated_at, term)
-  VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3), clock_timestamp(), 1)
+  SELECT $1::varchar, $2::varchar, clock_timestamp() + make_interval(secs => $3), clock_timestamp(), 1
+  WHERE NOT EXISTS (SELECT 1 FROM current c WHERE c.live AND c.leader_id <> $2::varchar)
   ON CONFLICT (ns) DO UPDATE SET
     term = CASE WHEN l.leader_id = EXCLUDED.leader_id AND l.lease_expires_at > clock_timestamp() THEN l.term ELSE l.term + 1 END,
     leader_id = EXCLUDED.leader_id,
@@ -49,10 +69,10 @@ const PG_ELECT = `WITH lease AS (
   RETURNING l.leader_id
 ), touch AS (
   INSERT INTO ${CANDIDATE_TABLE} (ns, candidate_id, last_heartbeat_at, expires_at)
-  VALUES ($1, $2, clock_timestamp(), clock_timestamp() + make_interval(secs => $3))
+  VALUES ($1::varchar, $2::varchar, clock_timestamp(), clock_timestamp() + make_interval(secs => $3))
   ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at
 )
-SELECT COALESCE((SELECT leader_id FROM lease), (SELECT leader_id FROM ${LEADER_TABLE} WHERE ns = $1)) AS leader_id`;
+SELECT COALESCE((SELECT leader_id FROM lease), (SELECT leader_id FROM current)) AS leader_id`;
 
 /** The stored function and its table. */
 const STORED_FUNCTION_SCHEMA = [
@@ -91,12 +111,22 @@ END;
 $$ LANGUAGE plpgsql`,
 ];
 
-// One round trip (multipleStatements): the transaction, both upserts and the COMMIT. The upsert's
-// assignments run left to right on the old row: `term` is decided first, then `leader_id`; the
-// lease columns follow whoever `leader_id` names now.
+// One round trip (multipleStatements), four statements in one transaction:
+// 1. a plain (consistent, non-locking) read of the leader row into a session variable: whether
+//    another candidate holds a live lease (always one row: MAX over none is NULL, hence 0);
+// 2. the lease upsert, whose INSERT … SELECT yields its row only when that read found no such
+//    lease — a follower inserts nothing, so it takes no lock on the leader row (an `INSERT … ON
+//    DUPLICATE KEY UPDATE` locks the existing row whatever its IFs then decide). Its assignments
+//    run left to right on the old row, judged again under the lock: `term` is decided first,
+//    then `leader_id`; the lease columns follow whoever `leader_id` names now;
+// 3. the candidate heartbeat upsert;
+// 4. COMMIT.
+// A follower's durable work is thus its candidate upsert and a plain read, as the library's.
 const MYSQL_ELECT = `START TRANSACTION;
+SELECT COALESCE(MAX(leader_id IS NOT NULL AND leader_id <> ? AND lease_expires_at > UTC_TIMESTAMP(6)), 0) INTO @gemstone_bench_held
+FROM ${LEADER_TABLE} WHERE ns = ?;
 INSERT INTO ${LEADER_TABLE} (ns, leader_id, lease_expires_at, updated_at, term)
-VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), 1)
+SELECT ?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), 1 FROM DUAL WHERE @gemstone_bench_held = 0
 ON DUPLICATE KEY UPDATE
   term = IF(leader_id IS NULL OR lease_expires_at <= UTC_TIMESTAMP(6), term + 1, term),
   leader_id = IF(leader_id IS NULL OR lease_expires_at <= UTC_TIMESTAMP(6) OR leader_id = VALUES(leader_id), VALUES(leader_id), leader_id),
@@ -180,7 +210,7 @@ async function openMariadb(url: string): Promise<RawClient> {
   return {
     async elect(ns, id, expireSeconds) {
       const micros = Math.round(expireSeconds * 1e6);
-      await connection.query(MYSQL_ELECT, [ns, id, micros, ns, id, micros]);
+      await connection.query(MYSQL_ELECT, [id, ns, ns, id, micros, ns, id, micros]);
     },
     async expireLease(ns) {
       await connection.query(`UPDATE ${LEADER_TABLE} SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE ns = ?`, [ns]);
@@ -209,8 +239,13 @@ WHERE l.leader_id IS NULL OR l.lease_expires_at <= ${SQLITE_NOW} OR l.leader_id 
   const touch = db.prepare(`INSERT INTO ${CANDIDATE_TABLE} (ns, candidate_id, last_heartbeat_at, expires_at)
 VALUES (@ns, @id, ${SQLITE_NOW}, ${SQLITE_LATER})
 ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, expires_at = excluded.expires_at`);
+  // The leader row read plainly: whether another candidate holds a live lease. SQLite has no row
+  // locks (BEGIN IMMEDIATE takes the database's write lock, which the candidate upsert needs
+  // anyway), but a follower still does no more than the library's: the read and its upsert.
+  const heldByOther = db.prepare(`SELECT 1 AS held FROM ${LEADER_TABLE}
+WHERE ns = @ns AND leader_id IS NOT NULL AND leader_id <> @id AND lease_expires_at > ${SQLITE_NOW}`);
   const elect = db.transaction((ns: string, id: string, later: string) => {
-    lease.run({ ns, id, later });
+    if (heldByOther.get({ ns, id }) === undefined) lease.run({ ns, id, later });
     touch.run({ ns, id, later });
   });
   const expire = db.prepare(`UPDATE ${LEADER_TABLE} SET lease_expires_at = strftime('%Y-%m-%d %H:%M:%f', 'now', '-1 seconds') WHERE ns = ?`);

@@ -17,14 +17,43 @@ export function candidateIds(count: number): string[] {
   return Array.from({ length: count }, () => randomUUID()).sort();
 }
 
+/** An explicit transaction start (`BEGIN IMMEDIATE` included). */
+const BEGIN = /^\s*(START\s+TRANSACTION|BEGIN)\b/i;
+/** The end of a transaction (`ROLLBACK TO <savepoint>` is not one). */
+const END = /^\s*(COMMIT|END|ROLLBACK(?!\s+TO\b))\b/i;
+/** Settings: they read or write no data and open no transaction. */
+const SETTING = /^\s*(SET|SHOW|PRAGMA)\b/i;
+
 /**
- * A TypeORM logger that counts what the library sends. Everything the ORM runs passes through
- * `logQuery` with its QueryRunner, so nothing is guessed: a transaction is an explicit
- * START/BEGIN, or a statement run outside one (autocommit: the statement is its own transaction).
+ * A TypeORM logger that counts what the library sends on ONE connection (the load suite gives
+ * every DataSource it counts a single connection). Everything the library runs passes through
+ * `logQuery` — TypeORM's own queries, the MySQL statements the library sends itself
+ * (`runMysql`) and the SQLite transactions it runs itself — so nothing is guessed.
+ *
+ * Transactions, not statements: a transaction is counted once, when it starts — an explicit
+ * `BEGIN` / `START TRANSACTION` / `BEGIN IMMEDIATE`, or any other statement but a setting sent
+ * while no transaction is open (autocommit: the statement is its own transaction, as
+ * PostgreSQL's `xact_commit` counts it). The statements inside a transaction, its `COMMIT` or
+ * `ROLLBACK`, settings (`SET`, `SHOW`, `PRAGMA`) and a `BEGIN` that failed (SQLite answers
+ * "database is locked" while another connection holds the write lock; the library retries) are
+ * not transactions.
+ *
+ * Why the logger tracks the open transaction itself instead of asking the QueryRunner
+ * (`isTransactionActive`): the library runs its SQLite transactions on the driver (better-sqlite3:
+ * `BEGIN IMMEDIATE … COMMIT` in one synchronous step) and logs their statements without a
+ * QueryRunner, so every statement of such a transaction looked like an autocommit one — the
+ * old counter reported SQLite's 4-statement renewal as 4 "transactions" and its takeover as 6.
+ * Why not the servers' own counters: they count per database (PostgreSQL's `pg_stat_database`,
+ * published at most once a second) or per session without telling autocommit statements apart
+ * (MariaDB's `Handler_commit` also counts every statement inside an explicit transaction:
+ * 4 for a 3-statement one), and SQLite has none — none can say which tick a transaction belonged
+ * to. They are the cross-check per renewal in `suites/load.ts` instead.
  */
 export class CountingLogger implements Logger {
   statements = 0;
   transactions = 0;
+  /** BEGINs that failed (SQLite: the write lock held elsewhere), retried by the library: no transaction. */
+  failedBegins = 0;
   /** Statements that touched a candidate row: exactly one per `elect` (and per register). */
   candidateTouches = 0;
   /**
@@ -33,16 +62,19 @@ export class CountingLogger implements Logger {
    * divided by touches would be off by one there).
    */
   maxTransactionsPerTick = 0;
+  #open = false;
   #sinceTouch = 0;
   #sawTouch = false;
 
   logQuery(query: string, _parameters?: unknown[], queryRunner?: QueryRunner): void {
     this.statements++;
-    const startsTransaction =
-      /^\s*(START TRANSACTION|BEGIN)/i.test(query) || (!queryRunner?.isTransactionActive && !/^\s*(COMMIT|ROLLBACK)/i.test(query));
-    if (startsTransaction) {
-      this.transactions++;
-      this.#sinceTouch++;
+    if (BEGIN.test(query)) {
+      this.#open = true;
+      this.#started();
+    } else if (END.test(query)) {
+      this.#open = false;
+    } else if (!SETTING.test(query) && !this.#open && !queryRunner?.isTransactionActive) {
+      this.#started();
     }
     if (/INSERT INTO [`"]?gemstone_election_candidate/i.test(query)) {
       this.candidateTouches++;
@@ -51,7 +83,13 @@ export class CountingLogger implements Logger {
       this.#sinceTouch = 0;
     }
   }
-  logQueryError(): void {}
+  logQueryError(_error: string | Error, query?: string): void {
+    if (query === undefined || !BEGIN.test(query) || !this.#open) return;
+    this.#open = false;
+    this.transactions--;
+    this.#sinceTouch--;
+    this.failedBegins++;
+  }
   logQuerySlow(): void {}
   logSchemaBuild(): void {}
   logMigration(): void {}
@@ -60,9 +98,15 @@ export class CountingLogger implements Logger {
   reset(): void {
     this.statements = 0;
     this.transactions = 0;
+    this.failedBegins = 0;
     this.candidateTouches = 0;
     this.maxTransactionsPerTick = 0;
     this.#sinceTouch = 0;
     this.#sawTouch = false;
+  }
+
+  #started(): void {
+    this.transactions++;
+    this.#sinceTouch++;
   }
 }

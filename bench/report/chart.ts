@@ -1,6 +1,6 @@
 /**
  * The SVG charts. `renderChart`: `elect` latency (p50 and p99, log scale) against the number of concurrent
- * candidates, one panel per database, the library next to the one-statement baseline.
+ * candidates, one panel per database, the library next to the baseline (bench/lib/baseline.ts).
  */
 import type { BenchKind } from '../lib/databases';
 import type { GroupPoint } from '../suites/group';

@@ -16,7 +16,7 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
     }
     if (kind === 'sqlite' && r.hotPath) {
       const value = r.hotPath.ratioToBaseline.renew;
-      targets.push({ target: 'renewal throughput ÷ two-statement baseline', database: kind, value, limit: '≥ 0.6', met: value >= 0.6 });
+      targets.push({ target: 'renewal throughput ÷ one-transaction baseline', database: kind, value, limit: '≥ 0.6', met: value >= 0.6 });
     }
     const top = r.contention?.[r.contention.length - 1];
     if (top && top.followerP99Ratio !== null) {
@@ -71,14 +71,17 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
       if (g.p50Ratio !== null) {
         targets.push({ target: 'group: leader tick p50 at 1,000 ÷ at 1 namespace', database: kind, value: g.p50Ratio, limit: '≤ 20', met: g.p50Ratio <= 20 });
       }
+      // Each size judged against its own lease and tick (the larger sizes run a longer lease).
       for (const p of g.points) {
-        const limitMs = p.reacquireLimitMs ?? g.reacquireLimitMs;
+        const limitMs = p.reacquireLimitMs;
         targets.push({
           target: `group: crash at ${p.namespaces.toLocaleString('en-US')} namespaces, all leases re-acquired (ms)`,
           database: kind,
           value: p.reacquireMs,
-          limit: `≤ ${limitMs} (lease + 2 ticks)`,
-          met: p.reacquireMs !== null && p.reacquireMs <= limitMs,
+          limit: `≤ ${limitMs} (lease ${p.expireSeconds} s + 2 ticks of ${p.intervalMs} ms)`,
+          // A case in which process 0 lost leases failed, whatever its crash measured.
+          met: p.failures.length === 0 && p.reacquireMs !== null && p.reacquireMs <= limitMs,
+          ...(p.failures.length ? { note: `failed: ${p.failures.join('; ')}` } : {}),
         });
       }
       if (g.balance) {
@@ -140,6 +143,7 @@ export function correctnessFailures(results: Partial<Record<BenchKind, DatabaseR
           );
         }
         if (p.reacquireMs === null) failures.push(`${kind} group N=${p.namespaces}: ${p.reacquired} of ${p.killedLeases} leases of the killed process re-acquired`);
+        for (const failure of p.failures) failures.push(`${kind} group N=${p.namespaces}: ${failure}`);
       }
       if (g.balance) {
         const b = g.balance;

@@ -1,7 +1,7 @@
 /**
  * Contention: 1, 8 and 64 candidates electing on ONE namespace at the same time, each in a
  * worker thread with one connection of its own, in a closed loop until a shared deadline; the
- * library and the one-statement baseline take turns, repetition by repetition. The first
+ * library and the baseline (lib/baseline.ts) take turns, repetition by repetition. The first
  * candidate leads (it elected first, with a 60 s lease), so every other call is a follower's.
  */
 import * as path from 'path';
@@ -83,7 +83,8 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
       const ids = candidateIds(concurrency);
       const leader = ids[0] as string;
       const namespaces = { library: `contention-${concurrency}-library`, baseline: `contention-${concurrency}-baseline` };
-      // The first candidate leads; MariaDB's baseline needs every row to exist (untimed).
+      // The first candidate leads and every candidate is registered, for both sides alike (untimed,
+      // through the library): the calls measured are a renewal and followers' heartbeats.
       for (const ns of Object.values(namespaces)) {
         await election.elect(leader, { ns });
         for (const id of ids) await election.registerCandidate(id, { ns });

@@ -10,6 +10,15 @@
  * before it) to the last re-acquisition of its N leases by the survivors (database clock, from
  * the history table).
  *
+ * A lost lease fails the case: before the kill, process 0 must hold all N leases on every
+ * measured tick, hold them all when it is killed, and end none of them (no 'demoted' event of
+ * process 0, no 'elected' event of another process). Each lease it lost is listed in the case's
+ * `failures`, which the report counts as correctness failures.
+ *
+ * Limits, per size (a size's lease and tick are in `sizes`, the larger ones in `sizes.large`):
+ * the crash re-acquisition is judged against that size's lease + 2 ticks (`reacquireLimitMs` of
+ * each point).
+ *
  * Balance: `balance: true`, three processes over M namespaces (1,000): the first takes every
  * lease, then the other two join together; from the last join (its `start()` resolved) to the last leadership change before the
  * leader table shows ⌊M/3⌋/⌊M/3⌋/⌈M/3⌉ live leases; then one process is SIGKILLed and the time to
@@ -82,7 +91,7 @@ export interface GroupPoint {
   /** Lease (s) and tick (ms) of this measurement. */
   expireSeconds: number;
   intervalMs: number;
-  /** Lease + 2 ticks of this measurement, ms. */
+  /** The crash limit of this measurement: its own lease + 2 of its own ticks, ms. */
   reacquireLimitMs: number;
   /** Ticks of process 0 while it held all N leases (renewing them). */
   leader: TickStats;
@@ -103,11 +112,13 @@ export interface GroupPoint {
   /** Seconds the whole measurement took. */
   seconds: number;
   /**
-   * What did not go as planned without being a safety failure: process 0 not holding every lease
-   * on some measured ticks (a tick slower than the lease allows, or queued behind the others'), or
-   * another process killed because process 0 held none then.
+   * Why this case failed, empty if it did not: every lease process 0 lost before the kill — a
+   * measured tick on which it held fewer than all N (a tick slower than the lease allows, or queued
+   * behind the others'), a lease it ended or another process took, fewer than all N live when it
+   * was to be killed (then whoever held the most was killed instead, or nobody). Reported as
+   * correctness failures, and the case's crash target as missed.
    */
-  notes: string[];
+  failures: string[];
 }
 
 export interface BalanceResult {
@@ -148,8 +159,6 @@ export interface GroupResult {
   safety: GroupSafety;
   /** Leader p50 at 1,000 ÷ at 1 (null unless both were measured). */
   p50Ratio: number | null;
-  /** Crash limit: lease + 2 ticks, ms. */
-  reacquireLimitMs: number;
   /** Balance limits: 3 ticks after the last join; lease + 3 ticks after a death. */
   joinLimitMs: number;
   deathLimitMs: number;
@@ -363,6 +372,12 @@ function checkEvents(workers: Worker[], endAt: number, safety: GroupSafety): voi
   }
 }
 
+/** A few lease events, for a failure message: "ns term n, …" and how many more. */
+function describe(events: LeaseEvent[]): string {
+  const shown = events.slice(0, 3).map(([, ns, term]) => `${ns} term ${term}`);
+  return shown.join(', ') + (events.length > shown.length ? `, … ${events.length - shown.length} more` : '');
+}
+
 function tickStats(values: number[]): TickStats {
   const s = summarize(values);
   return { n: s.n, p50: round(s.p50), p99: round(s.p99), max: round(s.max) };
@@ -420,7 +435,6 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
   const safety: GroupSafety = { eventOverlaps: 0, historyViolations: 0, historyRows: 0, intervals: 0, samples: [] };
   const tickMs = sizes.intervalMs;
   const leaseMs = sizes.expireSeconds * 1000;
-  const reacquireLimitMs = leaseMs + 2 * tickMs;
   const joinLimitMs = 3 * tickMs;
   const deathLimitMs = leaseMs + 3 * tickMs;
   const stamp = `${Date.now().toString(36)}`;
@@ -444,7 +458,7 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
       const reacquireLimitMs = timing.expireSeconds * 1000 + 2 * tickMs;
       const config: GroupWorkerConfig = { target, prefix, count, ...timing, balance: false };
       const workers: Worker[] = [];
-      const notes: string[] = [];
+      const failures: string[] = [];
       try {
         // Process 0 first: it acquires every lease; the others join as followers.
         workers.push(spawn(0, config));
@@ -463,27 +477,38 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
         // unless it lost its leases (a tick slower than the lease): then whoever holds the most.
         let victim = leader;
         let held = await observer.heldBy(prefix, leader.candidateId);
+        if (held.size < count) failures.push(`process 0 held ${held.size} of its ${count} leases when it was to be killed`);
         if (held.size === 0) {
           for (const w of workers.slice(1)) {
             const theirs = await observer.heldBy(prefix, w.candidateId);
             if (theirs.size > held.size) [victim, held] = [w, theirs];
           }
-          notes.push(
+          failures.push(
             held.size === 0
               ? 'no process held a live lease when process 0 was to be killed (every tick slower than the lease): no crash measured'
-              : `process 0 held no live lease when it was to be killed; killed process ${victim.index} (${held.size} leases) instead`,
+              : `killed process ${victim.index} (${held.size} leases) instead of process 0`,
           );
         }
+        if (leaderHeld.length < measured.length) {
+          failures.push(`process 0 held fewer than all ${count} leases on ${measured.length - leaderHeld.length} of its ${measured.length} measured ticks`);
+        }
         const killAt = await observer.now();
-        victim.kill(Date.now());
+        const killedAtWall = Date.now();
+        victim.kill(killedAtWall);
         await victim.exit;
+        // Leases process 0 gave up, and leases the others took, before the kill (every message the
+        // killed process sent has arrived once it exited; the survivors' arrive within a tick).
         const survivors = workers.filter((w) => w !== victim);
         const survivorIds = new Set(survivors.map((w) => w.candidateId));
-        const taken = async () => {
+        const allTaken = async () => {
           const counts = await observer.liveCounts(prefix);
           return [...survivorIds].reduce((n, id) => n + (counts.get(id) ?? 0), 0) === count;
         };
-        if (held.size > 0) await until(taken, reacquireLimitMs + 15_000);
+        if (held.size > 0) await until(allTaken, reacquireLimitMs + 15_000);
+        const ended = leader.leaseEvents.filter(([kind, , , at]) => kind === 'demoted' && at < killedAtWall);
+        const taken = workers.slice(1).flatMap((w) => w.leaseEvents.filter(([kind, , , at]) => kind === 'elected' && at < killedAtWall));
+        if (ended.length) failures.push(`process 0 lost ${ended.length} leases before the kill ('demoted': ${describe(ended)})`);
+        if (taken.length) failures.push(`the other processes took ${taken.length} leases before the kill ('elected': ${describe(taken)})`);
         const history = await observer.history(prefix);
         let reacquired = 0;
         let last: number | null = null;
@@ -520,15 +545,13 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
           reacquired,
           survivorLeases: survivors.map((w) => counts.get(w.candidateId) ?? 0),
           seconds: round((Date.now() - started) / 1000, 1),
-          notes: [
-            ...(leaderHeld.length < measured.length ? [`process 0 held fewer than all ${count} leases on ${measured.length - leaderHeld.length} of its ${measured.length} measured ticks`] : []),
-            ...notes,
-          ],
+          failures,
         };
         points.push(point);
         log(
           `  group ${target.kind} N=${count}: leader tick p50 ${point.leader.p50} ms p99 ${point.leader.p99} ms, follower p50 ${point.follower.p50} ms, ` +
-            `txns/tick ${txns.min}..${txns.max}, crash: ${reacquired}/${held.size} re-acquired in ${point.reacquireMs ?? '–'} ms (${point.seconds} s)`,
+            `txns/tick ${txns.min}..${txns.max}, crash: ${reacquired}/${held.size} re-acquired in ${point.reacquireMs ?? '–'} ms ` +
+            `(limit ${reacquireLimitMs} ms) (${point.seconds} s)${failures.length ? ` — FAILED: ${failures.join('; ')}` : ''}`,
         );
       } finally {
         await Promise.all(workers.map((w) => w.stop()));
@@ -550,7 +573,6 @@ export async function runGroup(target: BenchTarget, sizes: GroupSizes, log: (lin
     balance,
     safety,
     p50Ratio: p1 !== undefined && p1000 !== undefined ? round(p1000 / p1, 2) : null,
-    reacquireLimitMs,
     joinLimitMs,
     deathLimitMs,
     errors,

@@ -1,7 +1,7 @@
 /**
  * Hot path: one caller, one connection, calls back to back. `elect` by the renewing leader, by a
  * follower (another holds the lease) and as a takeover (the lease was ended just before, untimed),
- * next to the one-statement baseline and, on PostgreSQL, the stored function — all
+ * next to the baseline (lib/baseline.ts) and, on PostgreSQL, the stored function — all
  * interleaved in chunks of calls, so they share the machine's noise.
  */
 import type { ElectionService, ElectOutcome } from 'gemstone-utils';
@@ -74,7 +74,11 @@ async function baselineRunner(election: ElectionService, raw: RawClient): Promis
   const [leader, follower] = candidateIds(2) as [string, string];
   const ns = 'hot-baseline';
   const takeoverNs = 'hot-baseline-takeover';
-  // MariaDB's baseline updates existing rows only: create them through the library (untimed).
+  // Start with the leader holding the lease and the follower registered, set up through the
+  // library (untimed). The baseline's upserts would
+  // create the rows too: on MariaDB it is one round trip of START TRANSACTION, a plain read of the
+  // leader row, the leader upsert (INSERT … SELECT … ON DUPLICATE KEY UPDATE, only when no other
+  // candidate holds a live lease), the candidate upsert and COMMIT.
   for (const n of [ns, takeoverNs]) {
     await election.registerCandidate(follower, { ns: n });
     await election.elect(leader, { ns: n });

@@ -1,10 +1,24 @@
 /**
- * Load: statements and transactions per `elect` and per LeaderElector tick, counted by a TypeORM
- * logger that sees every statement (see `CountingLogger`), and on PostgreSQL cross-checked with
- * the server's own count, `pg_stat_database.xact_commit`.
+ * Load: transactions per `elect` and per LeaderElector tick. Transactions, not statements: each
+ * is counted once, when it starts, by a TypeORM logger that sees every statement on the
+ * DataSource's one connection (`CountingLogger` in lib/library.ts says what counts and why that
+ * is exact where the old statement-based count was not); statements are reported beside them.
+ *
+ * Cross-checked per renewal with the server's own count on the same connection, where the
+ * server keeps one that can be attributed exactly:
+ * - PostgreSQL: `xact_commit + xact_rollback` of `pg_stat_database` — every transaction,
+ *   autocommit statements included. A backend publishes its counts at most once a second, so
+ *   the connection forces its own publication (`pg_stat_force_next_flush()`, PostgreSQL 15+)
+ *   before each read; the two reads and the two flushes between them are 2 transactions,
+ *   subtracted.
+ * - MariaDB: `Com_commit + Com_rollback` of the connection's session (`SHOW SESSION STATUS`,
+ *   which moves neither): the COMMIT and ROLLBACK statements, i.e. the explicit transactions.
+ *   An autocommit statement is not in it (nor in any per-session counter that does not also
+ *   count each statement of an explicit transaction, as `Handler_commit` does); the logger
+ *   counts those, so a difference between the two columns shows them.
+ * - SQLite keeps no transaction counter: the logger's count only.
  */
 import { LeaderElector } from 'gemstone-utils';
-import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { openRaw } from '../lib/baseline';
 import { BenchTarget, singleConnection } from '../lib/databases';
@@ -20,16 +34,30 @@ export interface LoadSizes {
 }
 
 export interface PerCall {
-  statements: number;
+  /** Transactions started per call (see `CountingLogger`). */
   transactions: number;
+  /** Statements sent per call, for reference. */
+  statements: number;
+}
+
+/** The server's own count of transactions over `elects` renewals on the library's connection. */
+export interface ServerCount {
+  /** What was read: `pg_stat_database.xact_commit + xact_rollback`, or MariaDB's session `Com_commit + Com_rollback`. */
+  counter: string;
+  elects: number;
+  /** The server's count over the renewals (the reads' own transactions subtracted). */
+  transactions: number;
+  perElect: number;
+  /** The logger's count over the same renewals. */
+  logged: number;
 }
 
 export interface LoadResult {
   sizes: LoadSizes;
   /** Per `ElectionService.elect`, by role. */
   elect: Record<'renew' | 'follower' | 'takeover', PerCall>;
-  /** PostgreSQL: server-side commits over `elects` renewals (the reader's own 1 commit subtracted). */
-  xactCommit?: { elects: number; commits: number; perElect: number };
+  /** PostgreSQL and MariaDB: the server's count over `elects` renewals (absent on SQLite, and on PostgreSQL before 15). */
+  serverCount?: ServerCount;
   /**
    * Per LeaderElector, over the window: ticks (candidate-row touches), statements, transactions,
    * and the most transactions started within one whole tick.
@@ -39,18 +67,39 @@ export interface LoadResult {
   maxTransactionsPerTick: number;
 }
 
-async function xactCommit(url: string): Promise<number> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
-    return Number(rows[0]?.xact_commit);
-  } finally {
-    await client.end();
+/** A reader of the server's transaction counter on the library's own connection, or undefined where there is none. */
+async function serverCounter(dataSource: DataSource, kind: BenchTarget['kind']): Promise<{ counter: string; overhead: number; read: () => Promise<number> } | undefined> {
+  if (kind === 'postgres') {
+    const [version] = (await dataSource.query(`SELECT current_setting('server_version_num')::int AS v`)) as Array<{ v: number }>;
+    if (Number(version?.v) < 150000) return undefined; // no pg_stat_force_next_flush(): the counts lag by up to a second
+    return {
+      counter: 'pg_stat_database xact_commit + xact_rollback',
+      // Between the two reads: the first read's SELECT and the second's flush are transactions too.
+      overhead: 2,
+      read: async () => {
+        await dataSource.query('SELECT pg_stat_force_next_flush()');
+        const [row] = (await dataSource.query(
+          'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()',
+        )) as Array<{ n: unknown }>;
+        return Number(row?.n);
+      },
+    };
   }
+  if (kind === 'mariadb') {
+    return {
+      counter: 'session Com_commit + Com_rollback',
+      // SHOW SESSION STATUS runs no COMMIT: nothing to subtract.
+      overhead: 0,
+      read: async () => {
+        const rows = (await dataSource.query("SHOW SESSION STATUS WHERE Variable_name IN ('Com_commit', 'Com_rollback')")) as Array<{ Value: unknown }>;
+        return rows.reduce((sum, row) => sum + Number(row.Value), 0);
+      },
+    };
+  }
+  return undefined;
 }
 
-async function perElect(target: BenchTarget, elects: number): Promise<{ elect: LoadResult['elect']; xact?: LoadResult['xactCommit'] }> {
+async function perElect(target: BenchTarget, elects: number): Promise<{ elect: LoadResult['elect']; serverCount?: ServerCount }> {
   const logger = new CountingLogger();
   const dataSource = await openLibrary(target, { logger, ...singleConnection(target.kind) });
   const raw = await openRaw(target);
@@ -70,7 +119,7 @@ async function perElect(target: BenchTarget, elects: number): Promise<{ elect: L
         statements += logger.statements;
         transactions += logger.transactions;
       }
-      return { statements: statements / elects, transactions: transactions / elects };
+      return { transactions: transactions / elects, statements: statements / elects };
     };
     const elect = {
       renew: await count(() => election.elect(leader, { ns })),
@@ -80,24 +129,24 @@ async function perElect(target: BenchTarget, elects: number): Promise<{ elect: L
         () => raw.expireLease(ns),
       ),
     };
-    let xact: LoadResult['xactCommit'];
-    if (target.kind === 'postgres') {
-      // A backend reports its counts at most once a second, and when it exits: settle first,
-      // then count `elects` renewals and end the pool's backend so its counts are final.
+    let serverCount: ServerCount | undefined;
+    const counter = await serverCounter(dataSource, target.kind);
+    if (counter) {
       await election.elect(leader, { ns });
-      await sleep(1100);
-      await dataSource.query('SELECT 1');
-      const before = await xactCommit(target.url);
+      // The other connection (the raw client's expiries above) publishes its PostgreSQL counts
+      // within a second of going idle: let it, so none of them lands between the two reads.
+      if (target.kind === 'postgres') await sleep(1100);
+      const before = await counter.read();
+      logger.reset();
       for (let i = 0; i < elects; i++) await election.elect(leader, { ns });
-      await dataSource.destroy();
-      await sleep(500);
-      const commits = (await xactCommit(target.url)) - before - 1;
-      xact = { elects, commits, perElect: commits / elects };
+      const logged = logger.transactions;
+      const transactions = (await counter.read()) - before - counter.overhead;
+      serverCount = { counter: counter.counter, elects, transactions, perElect: transactions / elects, logged };
     }
-    return { elect, ...(xact ? { xact } : {}) };
+    return { elect, ...(serverCount ? { serverCount } : {}) };
   } finally {
     await raw.close();
-    if (dataSource.isInitialized) await dataSource.destroy();
+    await dataSource.destroy();
   }
 }
 
@@ -136,12 +185,12 @@ async function perTick(target: BenchTarget, sizes: LoadSizes): Promise<LoadResul
 }
 
 export async function runLoad(target: BenchTarget, sizes: LoadSizes): Promise<LoadResult> {
-  const { elect, xact } = await perElect(target, sizes.elects);
+  const { elect, serverCount } = await perElect(target, sizes.elects);
   const electors = await perTick(target, sizes);
   return {
     sizes,
     elect,
-    ...(xact ? { xactCommit: xact } : {}),
+    ...(serverCount ? { serverCount } : {}),
     electors,
     maxTransactionsPerTick: Math.max(...electors.map((e) => e.transactionsPerTick)),
   };

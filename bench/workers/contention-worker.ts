@@ -1,7 +1,7 @@
 /**
  * One contending candidate in a worker thread, with one connection of its own (as a separate
  * process would have): electing in a closed loop until a shared deadline, through the library or
- * through the one-statement baseline. Driven by messages from `suites/contention.ts`.
+ * through the baseline (lib/baseline.ts). Driven by messages from `suites/contention.ts`.
  */
 import 'reflect-metadata';
 import { parentPort, workerData } from 'worker_threads';
