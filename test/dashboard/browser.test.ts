@@ -1,9 +1,9 @@
 /**
  * The dashboard in a real browser (Debian's Chromium) on every shared database: the overview
  * shows each namespace's leader; a namespace's page shows its leader, candidates and timeline, and
- * both pages follow a hand-over within a second of it (PostgreSQL: NOTIFY) or within the poll
- * plus a second (MariaDB, SQLite: polling); the overview's timeline renders a lane for each of a
- * group's 200 namespaces.
+ * both pages follow a hand-over within a second of it (PostgreSQL: NOTIFY; MariaDB, SQLite: a
+ * 250 ms poll, as the demo's); the overview's timeline renders a lane for each of a group's 200
+ * namespaces.
  */
 import type { DataSource } from 'typeorm';
 import type { Browser, Page } from 'playwright-core';
@@ -13,8 +13,12 @@ import { describeEachDatabase } from '../support/databases';
 import { describeInBrowser, watchedPage } from './support/browser';
 import { serveDashboard, Served } from './support/http';
 
-/** The dashboard's poll where no NOTIFY arrives (MariaDB, SQLite). */
-const POLL_MS = 500;
+/** The dashboard's poll (where no NOTIFY arrives: MariaDB, SQLite), as the demo's. */
+const POLL_MS = 250;
+/** A hand-over shows on both pages within this, on every database. */
+const HANDOVER_BOUND_MS = 1_000;
+/** GEMSTONE_TEST_PRINT_LATENCY=1 prints each measured hand-over latency. */
+const PRINT_LATENCY = process.env.GEMSTONE_TEST_PRINT_LATENCY === '1';
 const GROUP_SIZE = 200;
 
 const text = (page: Page, selector: string) => page.locator(selector).first().textContent();
@@ -74,8 +78,7 @@ describeInBrowser('dashboard in Chromium', (browser: () => Browser) => {
         }
       });
 
-      test(`a namespace's page and the overview follow a hand-over within ${db.kind === 'postgres' ? '1 s (NOTIFY)' : `the poll (${POLL_MS} ms) + 1 s`}`, async () => {
-        const bound = db.kind === 'postgres' ? 1_000 : POLL_MS + 1_000;
+      test(`a namespace's page and the overview follow a hand-over within 1 s (${db.kind === 'postgres' ? 'NOTIFY' : `a ${POLL_MS} ms poll`})`, async () => {
         const first = elector('handover', { host: 'box-a', pid: 1 });
         const second = elector('handover', { host: 'box-b', pid: 2, version: '2.0.0' });
         await first.start();
@@ -99,16 +102,21 @@ describeInBrowser('dashboard in Chromium', (browser: () => Browser) => {
           const handedOver = new Promise<number>((resolve) => second.once('elected', () => resolve(performance.now())));
           await first.stop();
           const at = await handedOver;
-          await Promise.all([
-            page.waitForFunction((id) => document.querySelector('[data-field="leader-id"]')?.textContent === id, second.candidateId, { timeout: 10_000 }),
-            overview.waitForFunction(
-              (short) => document.querySelector('tr[data-ns="handover"] [data-field="leader"]')?.textContent?.startsWith(short) === true,
-              second.candidateId.slice(0, 8),
-              { timeout: 10_000 },
-            ),
+          const [onPage, onOverview] = await Promise.all([
+            page
+              .waitForFunction((id) => document.querySelector('[data-field="leader-id"]')?.textContent === id, second.candidateId, { timeout: 10_000 })
+              .then(() => performance.now() - at),
+            overview
+              .waitForFunction(
+                (short) => document.querySelector('tr[data-ns="handover"] [data-field="leader"]')?.textContent?.startsWith(short) === true,
+                second.candidateId.slice(0, 8),
+                { timeout: 10_000 },
+              )
+              .then(() => performance.now() - at),
           ]);
-          const shownAfter = performance.now() - at;
-          expect(shownAfter).toBeLessThan(bound);
+          // eslint-disable-next-line no-console
+          if (PRINT_LATENCY) console.log(`hand-over shown after ${Math.round(onPage)} ms (namespace page), ${Math.round(onOverview)} ms (overview) [${db.name}]`);
+          expect(Math.max(onPage, onOverview)).toBeLessThan(HANDOVER_BOUND_MS);
           expect(await text(page, '[data-view="leader"] [data-field="term"]')).toBe('2');
 
           // The timeline fills in: term 1 ended (unregistered by stop()), term 2 leading.
