@@ -2,16 +2,18 @@
  * The dashboard in a real browser (Debian's Chromium) on every shared database: the overview
  * shows each namespace's leader; a namespace's page shows its leader, candidates and timeline, and
  * both pages follow a hand-over within a second of it (PostgreSQL: NOTIFY; MariaDB, SQLite: a
- * 250 ms poll, as the demo's); the overview's timeline renders a lane for each of a group's 200
+ * 250 ms poll, as the demo's); the header shows `reconnecting…` while the live stream is down and
+ * `live` again once it is back; the overview's timeline renders a lane for each of a group's 200
  * namespaces.
  */
 import type { DataSource } from 'typeorm';
 import type { Browser, Page } from 'playwright-core';
 import { LeaderElector, LeaderElectorGroup } from 'gemstone-utils';
 import { createDashboard } from 'gemstone-utils/dashboard';
+import { waitFor } from '../elector/helpers';
 import { describeEachDatabase } from '../support/databases';
 import { describeInBrowser, watchedPage } from './support/browser';
-import { serveDashboard, Served } from './support/http';
+import { serve, serveDashboard, Served } from './support/http';
 
 /** The dashboard's poll (where no NOTIFY arrives: MariaDB, SQLite), as the demo's. */
 const POLL_MS = 250;
@@ -128,6 +130,40 @@ describeInBrowser('dashboard in Chromium', (browser: () => Browser) => {
           expect(await incidents()).toEqual({ pwned: undefined, violations: [], errors: [] });
         } finally {
           await context.close();
+        }
+      });
+
+      test('while the live stream is down the header shows reconnecting, then live again, and the page follows changes made meanwhile', async () => {
+        // The same dashboard behind a server of the test's own, closed and reopened on its port.
+        const dashboard = createDashboard({ dataSource: ds, pollMs: POLL_MS });
+        let server = await serve((request, response) => dashboard(request, response));
+        const port = Number(new URL(server.url).port);
+        const first = elector('outage', { host: 'box-a', pid: 1 });
+        await first.start();
+        const context = await browser().newContext();
+        try {
+          const { page } = await watchedPage(context);
+          await page.goto(`${server.url}/#/ns/outage?window=300`);
+          await page.waitForFunction((id) => document.querySelector('[data-field="leader-id"]')?.textContent === id, first.candidateId);
+          await page.locator('#live[data-state="live"]').waitFor();
+
+          await server.close(); // drops the stream; reconnecting is refused while it is down
+          await page.locator('#live[data-state="reconnecting"]').waitFor({ timeout: 5_000 });
+          expect(await text(page, '#live')).toBe('reconnecting…');
+          // A hand-over while the page cannot hear of it.
+          const second = elector('outage', { host: 'box-b', pid: 2 });
+          await second.start();
+          await first.stop();
+          await waitFor('the hand-over', () => second.isLeader);
+          server = await serve((request, response) => dashboard(request, response), port);
+
+          await page.locator('#live[data-state="live"]').waitFor({ timeout: 15_000 });
+          expect(await text(page, '#live')).toBe('live');
+          await page.waitForFunction((id) => document.querySelector('[data-field="leader-id"]')?.textContent === id, second.candidateId, { timeout: 10_000 });
+        } finally {
+          await context.close();
+          await dashboard.close();
+          await server.close();
         }
       });
 

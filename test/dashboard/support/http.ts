@@ -12,13 +12,16 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** Node's `http` in front of `handler` on a free loopback port. */
-export async function serve(handler: (request: http.IncomingMessage, response: http.ServerResponse) => void): Promise<Served> {
+/** Node's `http` in front of `handler` on a loopback port: `port`, or a free one. */
+export async function serve(handler: (request: http.IncomingMessage, response: http.ServerResponse) => void, port = 0): Promise<Served> {
   const server = http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  const { port: bound } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${bound}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
