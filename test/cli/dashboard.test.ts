@@ -2,15 +2,18 @@
  * `gemstone-election dashboard` and `demo --dashboard` as real processes: the dashboard serves
  * the page, JSON and live streams of the database until SIGTERM; it warns before listening off
  * loopback and refuses foreign Host names on loopback; a port in use and missing tables are one
- * line each. The demo prints the URL of its namespace's page, whose stream shows every failover.
+ * line each. The demo prints the URL of its namespace's page, whose stream shows every failover;
+ * opened in Chromium, that page shows the leader change.
  */
 import { ChildProcess } from 'child_process';
+import type { Browser } from 'playwright-core';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { ElectionService } from 'gemstone-utils';
+import { describeInBrowser, watchedPage } from '../dashboard/support/browser';
 import { openEvents } from '../dashboard/support/http';
 import { waitFor } from '../elector/helpers';
 import { describeEachDatabase, uuid } from '../support/databases';
@@ -149,3 +152,52 @@ describeEachDatabase(
   },
   { kinds: ['postgres', 'sqlite'], sharedOnly: true },
 );
+
+/** The demo's printed page URL, its continuation lines joined. */
+function printedPageUrl(stdout: string): string | undefined {
+  return /dashboard: (http:\/\/127\.0\.0\.1:\d+\/#\/ns\/demo-dash\?window=300) /.exec(stdout.replace(/\n {13}/g, ' '))?.[1];
+}
+
+describeInBrowser('gemstone-election demo --dashboard in Chromium', (browser: () => Browser) => {
+  describeEachDatabase(
+    'the printed URL',
+    (db) => {
+      test('opened as printed, the page goes live and shows a new leader after a failover (two distinct leaders of its namespace)', async () => {
+        const child = startCli(['demo', '--plain', '--chaos', '--chaos-every', '2', '--lease', '1', '--duration', '12', '--ns', 'demo-dash', '--dashboard', '0', '--url', db.url()]);
+        const result = finished(child, 60_000);
+        const out = watch(child);
+        const context = await browser().newContext();
+        try {
+          await waitFor('the dashboard URL', () => printedPageUrl(out.stdout) !== undefined, 20_000, 50);
+          const { page, incidents } = await watchedPage(context);
+          await page.goto(printedPageUrl(out.stdout)!);
+          await page.locator('#live[data-state="live"]').waitFor({ timeout: 10_000 });
+          // Every leader id the page shows, sampled each frame, until it showed two.
+          await page.waitForFunction(
+            () => {
+              const globals = globalThis as unknown as { __leaders?: string[]; document: { querySelector(selector: string): { textContent: string | null } | null } };
+              const leaders = (globals.__leaders ??= []);
+              const shown = globals.document.querySelector('code[data-field="leader-id"]')?.textContent;
+              if (shown && !leaders.includes(shown)) leaders.push(shown);
+              return leaders.length >= 2;
+            },
+            undefined,
+            { polling: 'raf', timeout: 20_000 },
+          );
+          const shown = await page.evaluate(() => (globalThis as unknown as { __leaders: string[] }).__leaders);
+          // They are the demo's leaders: terms of its namespace.
+          const base = new URL(page.url());
+          const timeline = (await (await fetch(`${base.origin}/api/namespace/timeline?ns=demo-dash&window=300`)).json()) as { terms: { leaderId: string }[] };
+          const leaders = new Set(timeline.terms.map((term) => term.leaderId));
+          for (const id of shown) expect(leaders.has(id)).toBe(true);
+          expect(await incidents()).toEqual({ pwned: undefined, violations: [], errors: [] });
+        } finally {
+          await context.close();
+          const { code, stdout, stderr } = await result;
+          if (code !== 0) throw new Error(`demo exited with ${code}:\n${stdout}\n${stderr}`);
+        }
+      }, 70_000);
+    },
+    { kinds: ['postgres', 'sqlite'], sharedOnly: true },
+  );
+});
