@@ -3,6 +3,8 @@
  * they already run. Importing this module registers the election tables on `GemstoneDB`.
  * @packageDocumentation
  */
+// The database folders register their dialects (see src/databases/registry.ts).
+import './databases';
 import 'reflect-metadata';
 export * from './db';
 export * from './election';

@@ -2,6 +2,8 @@
 /**
  * The `gemstone-election` executable. Errors end as one line on stderr and exit code 1.
  */
+// The database folders register their dialects (see src/databases/registry.ts).
+import '../databases';
 import 'reflect-metadata';
 import '../election'; // registers the election tables on GemstoneDB
 import pc from 'picocolors';

@@ -6,6 +6,8 @@
  * the election tables on `GemstoneDB`, as `gemstone-utils` does.
  * @packageDocumentation
  */
+// The database folders register their dialects (see src/databases/registry.ts).
+import '../databases';
 import '../election';
 export { createDashboard } from './handler';
 export type { Dashboard } from './handler';

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'http';
 import type { DataSource } from 'typeorm';
 import { ValidationError } from '../errors';
 import { checkOptions } from '../election/validate';
-import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../election/watch';
+import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../election/observe/watch';
 
 /**
  * What `authorize` answers: `true` serves the request; `false` answers 403 Forbidden;

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { Dialect, dialectOf } from './dialect';
+import type { Dialect } from '../databases/dialect';
+import { dialectOf } from '../databases/registry';
 import { raw, RawSql } from './sql';
 
 /** What the library derives once per DataSource. */

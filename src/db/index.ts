@@ -2,6 +2,8 @@
  * `gemstone-utils/db` — the shared base that plugin modules register their tables on.
  * @packageDocumentation
  */
+// The database folders register their dialects (see src/databases/registry.ts).
+import '../databases';
 export { GemstoneDB } from './registry';
 export type { EntityClass, MigrationClass, RegisteredEntity, Registration, TableInstaller } from './registry';
 export { initDb, DEFAULT_CREATE_TABLES } from './init-db';
@@ -24,4 +26,4 @@ export {
   SessionRequiredError,
   DatabaseNotFoundError,
 } from '../errors';
-export { DEFAULT_SQLITE_WAIT_MS } from './sqlite-atomic';
+export { DEFAULT_SQLITE_WAIT_MS } from '../databases/sqlite/atomic';

@@ -8,7 +8,7 @@ import { installPluginTables } from './plugin-tables';
 import { entityName, GemstoneDB } from './registry';
 import { backoff, execute, sleep } from './session';
 import { sql } from './sql';
-import { outsideTransactions, registerSqliteConnection } from './sqlite-atomic';
+import { outsideTransactions, registerSqliteConnection } from '../databases/sqlite/atomic';
 import { DEFAULT_DB_URL, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, optionsFromUrl } from './url';
 
 /** Default of {@link InitDbOptions.createTables}. */

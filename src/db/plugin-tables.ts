@@ -1,10 +1,10 @@
 import type { DataSource, EntityMetadata, QueryRunner } from 'typeorm';
 import { contextOf } from './context';
-import { endImplicitTransaction } from './mysql-session';
+import { endImplicitTransaction } from '../databases/mysql/session';
 import { GemstoneDB, RegisteredEntity } from './registry';
 import { execute } from './session';
 import { sql } from './sql';
-import { outsideTransactions } from './sqlite-atomic';
+import { outsideTransactions } from '../databases/sqlite/atomic';
 
 /*
  * Tables of entities that third-party modules register on GemstoneDB without an installer of

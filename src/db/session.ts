@@ -1,10 +1,10 @@
 import { DataSource, EntityManager, QueryFailedError, QueryRunner } from 'typeorm';
 import { SerializationFailureError, ValidationError } from '../errors';
 import { contextOf, DbContext } from './context';
-import { endImplicitTransaction, mysqlSessionFacts, runMysql } from './mysql-session';
+import { endImplicitTransaction, mysqlSessionFacts, runMysql } from '../databases/mysql/session';
 import { assertRunCurrent, inRun } from './run-guard';
 import { bind, PreparedSql, render, sql, SqlFragment } from './sql';
-import { outsideTransactions, ownSqliteTransaction } from './sqlite-atomic';
+import { outsideTransactions, ownSqliteTransaction } from '../databases/sqlite/atomic';
 
 /**
  * The caller's connection or transaction. Inside an active transaction the library joins it and

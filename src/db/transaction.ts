@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { ValidationError } from '../errors';
 import { contextOf } from './context';
 import { backoff, DEFAULT_CONFLICT_RETRIES, inTransaction, sleep } from './session';
-import { DEFAULT_SQLITE_WAIT_MS, inTransactionScope, ownSqliteTransaction } from './sqlite-atomic';
+import { DEFAULT_SQLITE_WAIT_MS, inTransactionScope, ownSqliteTransaction } from '../databases/sqlite/atomic';
 
 export interface WithTransactionOptions {
   /**

@@ -1,8 +1,8 @@
 import { CandidateCallOptions, CandidateInfo, ElectionService, LeaderInfo } from './service';
 import type { CallOptions } from './validate';
 import { ValidationError } from '../errors';
-import { checkWatchOptions, LeaderWatch, WatchFunctionOptions } from './watch';
-import type { GetHistoryOptions, HistoryEntry } from './history';
+import { checkWatchOptions, LeaderWatch, WatchFunctionOptions } from './observe/watch';
+import type { GetHistoryOptions, HistoryEntry } from './observe/history';
 import type { Session } from '../db/session';
 
 /**

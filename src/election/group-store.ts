@@ -1,13 +1,13 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
-import { sqlBool } from '../db/dialect';
-import { isMariadbServer, padded } from '../db/mysql-session';
+import { sqlBool } from '../databases/dialect';
+import { isMariadbServer, padded } from '../databases/mysql/session';
 import { execute, inOneStatement, inTransaction } from '../db/session';
-import { isBetterSqlite, runProgram, runSyncStep } from '../db/sqlite-atomic';
+import { isBetterSqlite, runProgram, runSyncStep } from '../databases/sqlite/atomic';
 import { raw, sql, SqlFragment } from '../db/sql';
 
-import { GROUP_BATCH_SIZE } from './group-options';
-import type { VacateReason } from './history';
+import { GROUP_BATCH_SIZE } from './loop/group-options';
+import type { VacateReason } from './observe/history';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
 import { decide, NOTIFY_CHANNEL } from './store';
 

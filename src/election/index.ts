@@ -4,6 +4,8 @@ import 'reflect-metadata';
  * election tables on the shared base (`GemstoneDB`), so `initDb` creates them.
  * @packageDocumentation
  */
+// The database folders register their dialects (see src/databases/registry.ts).
+import '../databases';
 import { GemstoneDB } from '../db/registry';
 import { ElectionCandidate, ElectionHistory, ElectionLeader } from '../../entities';
 import { electionMigrations } from '../../migrations';
@@ -33,10 +35,10 @@ export {
   watch,
   getHistory,
 } from './functions';
-export { DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, DEFAULT_HISTORY_RETENTION_SECONDS } from './history';
-export type { HistoryEntry, GetHistoryOptions } from './history';
-export { LeaderWatch, DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS, DEFAULT_WATCH_RETRY_MAX_MS } from './watch';
-export type { LeaderChange, WatchOptions, WatchFunctionOptions } from './watch';
+export { DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, DEFAULT_HISTORY_RETENTION_SECONDS } from './observe/history';
+export type { HistoryEntry, GetHistoryOptions } from './observe/history';
+export { LeaderWatch, DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS, DEFAULT_WATCH_RETRY_MAX_MS } from './observe/watch';
+export type { LeaderChange, WatchOptions, WatchFunctionOptions } from './observe/watch';
 export type { CallOptions, CandidateOptions, CandidateMetadata, JsonValue } from './validate';
 export {
   DEFAULT_NS,
@@ -54,14 +56,14 @@ export { NOTIFY_CHANNEL } from './store';
 export type { LeaseChange } from './store';
 export type { Session } from '../db/session';
 export { GemstoneError, ValidationError, NotLeaderError, NotInitializedError, SqliteTransactionOpenError, SessionRequiredError } from '../errors';
-export { LeaderElector, LeadershipEndedError, LeaderElectorError } from './elector';
-export type { DemotionReason, ElectorErrorPhase, LeaderElectorEvents } from './elector';
-export { LeaderElectorGroup, LeaderElectorGroupError } from './group';
-export type { LeaderElectorGroupEvents } from './group';
-export { DEFAULT_GROUP_BALANCE, GROUP_BATCH_SIZE } from './group-options';
-export type { LeaderElectorGroupOptions, GroupTick } from './group-options';
-export type { ElectorHealth, ElectorRole } from './health';
-export type { ElectorTick, TickOutcome, ClockSkew } from './tick';
+export { LeaderElector, LeadershipEndedError, LeaderElectorError } from './loop/elector';
+export type { DemotionReason, ElectorErrorPhase, LeaderElectorEvents } from './loop/elector';
+export { LeaderElectorGroup, LeaderElectorGroupError } from './loop/group';
+export type { LeaderElectorGroupEvents } from './loop/group';
+export { DEFAULT_GROUP_BALANCE, GROUP_BATCH_SIZE } from './loop/group-options';
+export type { LeaderElectorGroupOptions, GroupTick } from './loop/group-options';
+export type { ElectorHealth, ElectorRole } from './loop/health';
+export type { ElectorTick, TickOutcome, ClockSkew } from './loop/tick';
 export {
   MAX_INTERVAL_MS,
   TICK_JITTER,
@@ -69,17 +71,17 @@ export {
   DEFAULT_CLOCK_SKEW_WARNING_SECONDS,
   DEFAULT_STOP_TIMEOUT_MS,
   defaultElectorMetadata,
-} from './elector-options';
+} from './loop/elector-options';
 export { pruneExpiredCandidates, pruneHistory, DEFAULT_CANDIDATE_RETENTION_SECONDS, PRUNE_BATCH_ROWS, PRUNE_MAX_BATCHES } from './prune';
 export type { PruneExpiredCandidatesOptions, PruneHistoryOptions } from './prune';
-export type { Lease, LeaderElectorOptions, ElectorLogger } from './elector-options';
-export type { MonotonicClock } from './monotonic';
-export { stopOnSignals, DEFAULT_SHUTDOWN_SIGNALS, DEFAULT_SHUTDOWN_TIMEOUT_MS } from './shutdown';
-export type { StopOnSignalsOptions, Stoppable } from './shutdown';
+export type { Lease, LeaderElectorOptions, ElectorLogger } from './loop/elector-options';
+export type { MonotonicClock } from './loop/monotonic';
+export { stopOnSignals, DEFAULT_SHUTDOWN_SIGNALS, DEFAULT_SHUTDOWN_TIMEOUT_MS } from './loop/shutdown';
+export type { StopOnSignalsOptions, Stoppable } from './loop/shutdown';
 export {
   DEFAULT_LISTEN_RECONNECT_MIN_MS,
   DEFAULT_LISTEN_RECONNECT_MAX_MS,
   DEFAULT_LISTEN_CONNECT_TIMEOUT_MS,
   DEFAULT_LISTEN_PROBE_TIMEOUT_MS,
   LISTEN_APPLICATION_NAME,
-} from './pg-listener';
+} from '../databases/postgres/listener';

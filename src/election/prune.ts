@@ -1,11 +1,11 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
 import { dataSourceOfSession, execute, executeRaw, inOneStatement, runnerOf, Session } from '../db/session';
-import { runProgram } from '../db/sqlite-atomic';
+import { runProgram } from '../databases/sqlite/atomic';
 import { raw, sql, SqlFragment } from '../db/sql';
 import { ValidationError } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
-import { DEFAULT_HISTORY_RETENTION_SECONDS } from './history';
+import { DEFAULT_HISTORY_RETENTION_SECONDS } from './observe/history';
 import { CANDIDATE_TABLE, HISTORY_TABLE } from './schema';
 import { checkOptions } from './validate';
 

@@ -1,11 +1,11 @@
 import { createHash } from 'crypto';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
-import type { DialectName } from '../db/dialect';
-import { endImplicitTransaction } from '../db/mysql-session';
+import type { DialectName } from '../databases/dialect';
+import { endImplicitTransaction } from '../databases/mysql/session';
 import type { TableInstaller } from '../db/registry';
 import { execute, inTransaction } from '../db/session';
-import { outsideTransactions } from '../db/sqlite-atomic';
+import { outsideTransactions } from '../databases/sqlite/atomic';
 import { raw, RawSql, sql, SqlFragment } from '../db/sql';
 import { ElectionCandidate } from '../../entities/ElectionCandidate';
 import { ElectionHistory } from '../../entities/ElectionHistory';

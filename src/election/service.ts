@@ -5,10 +5,10 @@ import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, 
 import { NotLeaderError, ValidationError } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
 import { electsLocked } from './paths';
-import { createSqlitePrograms, SqlitePrograms } from './sqlite-programs';
+import { createSqlitePrograms, SqlitePrograms } from '../databases/sqlite/programs';
 import { createStore, decide, ElectionStore, LeaderRow, ObservedLeader } from './store';
-import { checkWatchOptions, LeaderWatch, MissedTerm, WatchOptions } from './watch';
-import { checkHistoryOptions, createHistoryStatements, GetHistoryOptions, HistoryEntry, HistoryStatements, VacateReason } from './history';
+import { checkWatchOptions, LeaderWatch, MissedTerm, WatchOptions } from './observe/watch';
+import { checkHistoryOptions, createHistoryStatements, GetHistoryOptions, HistoryEntry, HistoryStatements, VacateReason } from './observe/history';
 import {
   CallOptions,
   CANDIDATE_OPTION_KEYS,

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../db/context';
-import { sqlBool } from '../db/dialect';
+import { sqlBool } from '../databases/dialect';
 import { execute, executeBound, executeRaw } from '../db/session';
 import { prepare, PreparedSql, raw, RawSql, slot, sql, SqlFragment } from '../db/sql';
 import { judgeElect } from './decision';

@@ -1,4 +1,4 @@
-import type { LeaderElector } from '../election/elector';
+import type { LeaderElector } from '../election/loop/elector';
 import { ValidationError } from '../errors';
 import { DEFAULT_ELECT_DURATION_BUCKETS } from './names';
 

@@ -5,6 +5,8 @@
  * you pass in. Importing this module registers nothing and needs neither.
  * @packageDocumentation
  */
+// The database folders register their dialects (see src/databases/registry.ts).
+import '../databases';
 export { createPrometheusMetrics, instrumentElector } from './prometheus';
 export type { PrometheusMetricsOptions, PrometheusRegistry } from './prometheus';
 export { createOpenTelemetryMetrics } from './opentelemetry';

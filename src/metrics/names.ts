@@ -1,5 +1,5 @@
-import type { DemotionReason } from '../election/elector';
-import type { TickOutcome } from '../election/tick';
+import type { DemotionReason } from '../election/loop/elector';
+import type { TickOutcome } from '../election/loop/tick';
 
 /** The instruments' names, the same for prom-client and OpenTelemetry (dashboards and alerts work on both). */
 export const METRIC_NAMES = Object.freeze({

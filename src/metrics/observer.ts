@@ -1,6 +1,6 @@
-import type { DemotionReason, LeaderElector } from '../election/elector';
-import type { ClockSkew, ElectorTick, TickOutcome } from '../election/tick';
-import type { Lease } from '../election/elector-options';
+import type { DemotionReason, LeaderElector } from '../election/loop/elector';
+import type { ClockSkew, ElectorTick, TickOutcome } from '../election/loop/tick';
+import type { Lease } from '../election/loop/elector-options';
 import { ValidationError } from '../errors';
 import type { TransitionReason } from './names';
 

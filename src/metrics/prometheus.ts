@@ -1,4 +1,4 @@
-import type { LeaderElector } from '../election/elector';
+import type { LeaderElector } from '../election/loop/elector';
 import { checkOptions } from '../election/validate';
 import { GemstoneError, ValidationError } from '../errors';
 import { checkBuckets, ElectorMetrics } from './elector-metrics';

@@ -5,7 +5,7 @@ import { initDb } from '../db/init-db';
 import { GemstoneDB } from '../db/registry';
 import { ValidationError } from '../errors';
 import { ElectionService, LeaderElector } from '../election';
-import type { ElectorLogger } from '../election/elector-options';
+import type { ElectorLogger } from '../election/loop/elector-options';
 import { ElectionHealthIndicator } from './health.indicator';
 import { ElectorLifecycle } from './elector-lifecycle';
 import { checkDashboardOption, ElectionDashboardMount } from './dashboard';

@@ -1,5 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { LeaderElector } from '../election/elector';
+import { LeaderElector } from '../election/loop/elector';
 
 /**
  * Runs the module's elector with the application: starts it when the application bootstraps

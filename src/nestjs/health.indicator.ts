@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type * as Terminus from '@nestjs/terminus';
-import { LeaderElector } from '../election/elector';
-import type { ElectorRole } from '../election/health';
+import { LeaderElector } from '../election/loop/elector';
+import type { ElectorRole } from '../election/loop/health';
 
 /** The key of the indicator's entry in a health check's result: `"election"`. */
 export const DEFAULT_HEALTH_KEY = 'election';

@@ -6,6 +6,8 @@
  * election tables on `GemstoneDB`, as `gemstone-utils` does.
  * @packageDocumentation
  */
+// The database folders register their dialects (see src/databases/registry.ts).
+import '../databases';
 import 'reflect-metadata';
 export { ElectionModule } from './election.module';
 export { LeaderOnly, LeaderOnlyWithoutElectorError } from './leader-only.decorator';
@@ -27,4 +29,4 @@ export type {
   ElectionDashboardOptions,
 } from './options';
 export { ElectionService, LeaderElector, GemstoneDB } from '../index';
-export type { Lease } from '../election/elector-options';
+export type { Lease } from '../election/loop/elector-options';

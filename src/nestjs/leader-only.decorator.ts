@@ -1,6 +1,6 @@
 import { Inject } from '@nestjs/common';
-import { LeaderElector } from '../election/elector';
-import type { Lease } from '../election/elector-options';
+import { LeaderElector } from '../election/loop/elector';
+import type { Lease } from '../election/loop/elector-options';
 import { GemstoneError, ValidationError } from '../errors';
 
 /** The property of a decorated class's instances where Nest injects the application's elector. */

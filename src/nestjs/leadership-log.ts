@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { DemotionReason, LeaderElector } from '../election/elector';
+import type { DemotionReason, LeaderElector } from '../election/loop/elector';
 
 /** Endings that are not the application's own doing: an operator should look. */
 const UNPLANNED: readonly DemotionReason[] = ['lost', 'lease-expired-locally'];

@@ -1,6 +1,6 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
 import type { DashboardOptions } from '../dashboard/options';
-import type { LeaderElectorOptions } from '../election/elector-options';
+import type { LeaderElectorOptions } from '../election/loop/elector-options';
 
 /** The `@nestjs/typeorm` connection the module uses unless told otherwise: `"default"`. */
 export const DEFAULT_CONNECTION_NAME = 'default';

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_DASHBOARD_HOST, DEFAULT_DASHBOARD_PORT, serveDashboard } from '../../dashboard/server';
 import { ElectionService } from '../../election/service';
-import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../../election/watch';
+import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../../election/observe/watch';
 import { CliError, oneLine } from '../errors';
 import { initHint } from '../hint';
 import { connect, disconnect, isMissingTable, redact, resolveUrl, withTableOptions } from '../target';

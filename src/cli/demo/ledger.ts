@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
-import type { DialectName } from '../../db/dialect';
+import type { DialectName } from '../../databases/dialect';
 import { contextOf } from '../../db/context';
 import { execute, inTransaction, withManager } from '../../db/session';
 import { raw, RawSql, sql, SqlFragment } from '../../db/sql';

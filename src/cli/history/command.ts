@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT } from '../../election/history';
+import { DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT } from '../../election/observe/history';
 import { ElectionService } from '../../election/service';
 import { DEFAULT_NS } from '../../election/validate';
 import { CliError } from '../errors';

@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
 import pc from 'picocolors';
-import type { HistoryEntry } from '../../election/history';
+import type { HistoryEntry } from '../../election/observe/history';
 import { duration, tableStyle } from '../format';
 
 /** The terms as a terminal table, newest first. Instants are the database clock's, in UTC. */

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { sqlBool } from '../../db/dialect';
+import { sqlBool } from '../../databases/dialect';
 import { execute, withManager } from '../../db/session';
 import { raw, sql } from '../../db/sql';
 import { CANDIDATE_TABLE, LEADER_TABLE } from '../../election/schema';

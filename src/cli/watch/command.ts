@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ElectionService } from '../../election/service';
 import { DEFAULT_NS } from '../../election/validate';
-import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../../election/watch';
+import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../../election/observe/watch';
 import { CliError, oneLine } from '../errors';
 import { initHint } from '../hint';
 import { namespace } from '../options';

@@ -1,5 +1,5 @@
 import pc from 'picocolors';
-import type { LeaderChange } from '../../election/watch';
+import type { LeaderChange } from '../../election/observe/watch';
 
 /** One change as a log line: the instant it happened (database clock, UTC), the namespace, the state. */
 export function changeLine(change: LeaderChange): string {

@@ -1,7 +1,7 @@
 /// <reference types="node" preserve="true" />
 import type { DataSource } from 'typeorm';
 import { contextOf } from '../../db/context';
-import { subscribeToLeaseChanges } from '../../election/pg-listener';
+import { subscribeToLeaseChanges } from '../../databases/postgres/listener';
 import type { Overview } from '../queries/overview';
 import type { EventStream } from './event-stream';
 

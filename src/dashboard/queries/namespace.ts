@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { DbContext } from '../../db/context';
-import { sqlBool } from '../../db/dialect';
+import { sqlBool } from '../../databases/dialect';
 import { sql, SqlFragment } from '../../db/sql';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';

@@ -1,8 +1,8 @@
-import { ValidationError } from '../errors';
-import type { LeaderElectorError } from './elector';
+import { ValidationError } from '../../errors';
+import type { LeaderElectorError } from './errors';
 import { checkElectorOptions, CheckedElectorOptions, LeaderElectorOptions } from './elector-options';
 import type { ClockSkew } from './tick';
-import { checkNs, checkOptions } from './validate';
+import { checkNs, checkOptions } from '../validate';
 
 /** Whether a group balances its namespaces with the other groups campaigning for them unless told: false. */
 export const DEFAULT_GROUP_BALANCE = false;

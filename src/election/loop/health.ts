@@ -1,4 +1,4 @@
-import type { LeaderElectorError } from './elector';
+import type { LeaderElectorError } from './errors';
 import { LocalDeadline, MonotonicClock } from './monotonic';
 
 /** What a {@link LeaderElector} is doing: leading, following (campaigning), or not running. */

@@ -1,4 +1,4 @@
-import { outsideRuns, withinRun } from '../db/run-guard';
+import { outsideRuns, withinRun } from '../../db/run-guard';
 import { MAX_TIMER_MS } from './elector-options';
 import { settlesWithin } from './loop-support';
 

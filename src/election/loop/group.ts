@@ -3,23 +3,23 @@
 /// <reference types="node" preserve="true" />
 import { EventEmitter } from 'events';
 import type { DataSource } from 'typeorm';
-import { getDataSource } from '../db/default-data-source';
-import { outsideRuns } from '../db/run-guard';
-import { ValidationError } from '../errors';
-import { DemotionReason, ElectorErrorPhase, LeaderElectorError, LeadershipEndedError } from './elector';
+import { getDataSource } from '../../db/default-data-source';
+import { outsideRuns } from '../../db/run-guard';
+import { ValidationError } from '../../errors';
+import { DemotionReason, ElectorErrorPhase, LeaderElectorError, LeadershipEndedError } from './errors';
 import { Lease, MAX_TIMER_MS, TICK_JITTER } from './elector-options';
-import { assertEntitiesRegistered } from './entities-check';
+import { assertEntitiesRegistered } from '../entities-check';
 import { checkGroupOptions, CheckedGroupOptions, GroupTick, LeaderElectorGroupOptions } from './group-options';
-import { compareNs, fairShare, GroupElectOutcome, groupStoreOf, GroupStore } from './group-store';
-import type { VacateReason } from './history';
+import { compareNs, fairShare, GroupElectOutcome, groupStoreOf, GroupStore } from '../group-store';
+import type { VacateReason } from '../observe/history';
 import { LoopRun } from './loop-run';
 import { LocalDeadline } from './monotonic';
 import { pruneIfDue, settlesWithin } from './loop-support';
-import { LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from './pg-listener';
+import { LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from '../../databases/postgres/listener';
 import { stopOnSignals } from './shutdown';
-import type { LeaseChange } from './store';
+import type { LeaseChange } from '../store';
 import { ClockSkewAlarm, measureClockSkew } from './tick';
-import { checkNs } from './validate';
+import { checkNs } from '../validate';
 
 /** An error a {@link LeaderElectorGroup} reports: `namespace` is the one concerned, or null for the whole group. */
 export class LeaderElectorGroupError extends LeaderElectorError {

@@ -1,14 +1,14 @@
 import { randomUUID } from 'crypto';
 import type { DataSource } from 'typeorm';
 import type { ClientConfig, Client as PgClient, Notification } from 'pg';
-import { contextOf } from '../db/context';
-import { outsideRuns } from '../db/run-guard';
-import { execute } from '../db/session';
-import { sql } from '../db/sql';
-import { LoopRun } from './loop-run';
-import { settlesWithin } from './loop-support';
-import { LEADER_TABLE } from './schema';
-import { NOTIFY_CHANNEL, LeaseChange } from './store';
+import { contextOf } from '../../db/context';
+import { outsideRuns } from '../../db/run-guard';
+import { execute } from '../../db/session';
+import { sql } from '../../db/sql';
+import { LoopRun } from '../../election/loop/loop-run';
+import { settlesWithin } from '../../election/loop/loop-support';
+import { LEADER_TABLE } from '../../election/schema';
+import { NOTIFY_CHANNEL, LeaseChange } from '../../election/store';
 
 /**
  * LISTEN for lease changes on PostgreSQL: one dedicated `pg` connection per DataSource and

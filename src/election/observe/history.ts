@@ -1,11 +1,11 @@
 import type { EntityManager } from 'typeorm';
-import type { DbContext } from '../db/context';
-import { execute } from '../db/session';
-import { raw, sql, SqlFragment } from '../db/sql';
-import { ValidationError } from '../errors';
-import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
-import { checkNs, checkOptions, parseMetadata } from './validate';
-import type { HistoryEndReason } from '../../entities/ElectionHistory';
+import type { DbContext } from '../../db/context';
+import { execute } from '../../db/session';
+import { raw, sql, SqlFragment } from '../../db/sql';
+import { ValidationError } from '../../errors';
+import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../schema';
+import { checkNs, checkOptions, parseMetadata } from '../validate';
+import type { HistoryEndReason } from '../../../entities/ElectionHistory';
 
 export type { HistoryEndReason };
 

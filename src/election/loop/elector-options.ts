@@ -4,9 +4,9 @@
 import { randomUUID } from 'crypto';
 import { hostname } from 'os';
 import type { DataSource } from 'typeorm';
-import { ValidationError } from '../errors';
-import { DEFAULT_HISTORY_RETENTION_SECONDS } from './history';
-import { checkRetentionSeconds, DEFAULT_CANDIDATE_RETENTION_SECONDS } from './prune';
+import { ValidationError } from '../../errors';
+import { DEFAULT_HISTORY_RETENTION_SECONDS } from '../observe/history';
+import { checkRetentionSeconds, DEFAULT_CANDIDATE_RETENTION_SECONDS } from '../prune';
 import { defaultMonotonicClock, MonotonicClock } from './monotonic';
 import {
   CandidateMetadata,
@@ -20,7 +20,7 @@ import {
   DEFAULT_ELIGIBLE,
   DEFAULT_EXPIRE_SECONDS,
   DEFAULT_PRIORITY,
-} from './validate';
+} from '../validate';
 
 /** One leadership, as handed to the callbacks and to `runIfLeader`. */
 export interface Lease {

@@ -1,7 +1,7 @@
 import { DataSource, QueryFailedError, QueryRunner, QueryRunnerAlreadyReleasedError } from 'typeorm';
-import { UnsupportedConfigurationError } from '../errors';
-import { assertRunCurrent } from './run-guard';
-import { raw, render, sql, SqlFragment } from './sql';
+import { UnsupportedConfigurationError } from '../../errors';
+import { assertRunCurrent } from '../../db/run-guard';
+import { raw, render, sql, SqlFragment } from '../../db/sql';
 
 /**
  * MySQL/MariaDB: how the library's statements reach the server, whatever the session's settings.

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { MAX_TIMER_MS, PRUNE_INTERVAL_MS } from './elector-options';
-import { pruneExpiredCandidates, pruneHistory } from './prune';
+import { pruneExpiredCandidates, pruneHistory } from '../prune';
 
 /**
  * Whether `promise` settles within `ms` (true) or not (false: its outcome is left to it). The

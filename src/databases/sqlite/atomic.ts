@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from 'async_hooks';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { SessionRequiredError, SqliteTransactionOpenError } from '../errors';
-import { assertRunCurrent } from './run-guard';
-import { render, SqlFragment } from './sql';
+import { SessionRequiredError, SqliteTransactionOpenError } from '../../errors';
+import { assertRunCurrent } from '../../db/run-guard';
+import { render, SqlFragment } from '../../db/sql';
 
 /**
  * SQLite: how long (milliseconds) a library call without `session` waits for a transaction

@@ -8,14 +8,14 @@ import {
   UnsupportedConfigurationError,
   UnsupportedDatabaseError,
   ValidationError,
-} from '../errors';
-import { outsideRuns } from '../db/run-guard';
-import { DEFAULT_STOP_TIMEOUT_MS } from './elector-options';
-import { LoopRun } from './loop-run';
-import { LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from './pg-listener';
+} from '../../errors';
+import { outsideRuns } from '../../db/run-guard';
+import { DEFAULT_STOP_TIMEOUT_MS } from '../loop/elector-options';
+import { LoopRun } from '../loop/loop-run';
+import { LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from '../../databases/postgres/listener';
 import type { HistoryEntry } from './history';
-import type { ObservedLeader } from './store';
-import { checkNs, checkOptions } from './validate';
+import type { ObservedLeader } from '../store';
+import { checkNs, checkOptions } from '../validate';
 
 /** How often a watcher reads the leader row, in ms: 1000. On PostgreSQL it is the safety net behind LISTEN. */
 export const DEFAULT_WATCH_POLL_MS = 1_000;

@@ -1,12 +1,12 @@
 import type { DataSource } from 'typeorm';
-import type { DbContext } from '../db/context';
-import { sqlBool } from '../db/dialect';
-import { compile, CompiledStatement, isBetterSqlite, runProgram, runSyncStep, Slot, SyncStep } from '../db/sqlite-atomic';
-import { raw, sql, SqlFragment } from '../db/sql';
-import { createHistoryStatements } from './history';
-import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
-import { decide, type ElectDecision, type ElectionStore, type LeaderRow, type Standing } from './store';
-import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from './validate';
+import type { DbContext } from '../../db/context';
+import { sqlBool } from '../dialect';
+import { compile, CompiledStatement, isBetterSqlite, runProgram, runSyncStep, Slot, SyncStep } from './atomic';
+import { raw, sql, SqlFragment } from '../../db/sql';
+import { createHistoryStatements } from '../../election/observe/history';
+import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
+import { decide, type ElectDecision, type ElectionStore, type LeaderRow, type Standing } from '../../election/store';
+import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
 
 /**
  * The election's calls without `session` on SQLite, each ONE program run by `runProgram` (see

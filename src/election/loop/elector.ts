@@ -3,66 +3,23 @@
 /// <reference types="node" preserve="true" />
 import { EventEmitter } from 'events';
 import type { DataSource } from 'typeorm';
-import { getDataSource } from '../db/default-data-source';
-import { outsideRuns } from '../db/run-guard';
-import { EntitiesNotRegisteredError, GemstoneError, ValidationError } from '../errors';
+import { getDataSource } from '../../db/default-data-source';
+import { outsideRuns } from '../../db/run-guard';
+import { EntitiesNotRegisteredError, ValidationError } from '../../errors';
 import { checkElectorOptions, CheckedElectorOptions, Lease, LeaderElectorOptions, MAX_TIMER_MS, PRUNE_INTERVAL_MS, TICK_JITTER } from './elector-options';
-import { assertEntitiesRegistered } from './entities-check';
+import { assertEntitiesRegistered } from '../entities-check';
 import { ElectorHealth, ElectorRole, TickHealth } from './health';
 import { LocalDeadline } from './monotonic';
 import { LoopRun } from './loop-run';
 import { pruneIfDue, settlesWithin } from './loop-support';
-import { LeaseChangeSubscription, ListenSubscriber, ListenTarget, subscribeToLeaseChanges } from './pg-listener';
-import { ElectionService, ElectOutcome } from './service';
+import { LeaseChangeSubscription, ListenSubscriber, ListenTarget, subscribeToLeaseChanges } from '../../databases/postgres/listener';
+import { ElectionService, ElectOutcome } from '../service';
 import { stopOnSignals } from './shutdown';
-import type { LeaseChange } from './store';
+import type { LeaseChange } from '../store';
 import { ClockSkewAlarm, ElectorTick, measureClockSkew } from './tick';
-
-/**
- * Why a leadership ended:
- * - `lost`: the database says another candidate leads, or the lease was vacated behind this
- *   elector's back (`resign`/`unregisterCandidate` by someone else);
- * - `lease-expired-locally`: no renewal succeeded before the local deadline (database down or
- *   slow, network cut, event loop blocked, process paused);
- * - `stopped`: `stop()` was called;
- * - `handed-over`: a live eligible candidate of strictly higher priority appeared (or this
- *   elector is not eligible): leadership ends as on `stop()` — the signal aborts,
- *   `onStoppedLeading` is awaited — then the lease is vacated for the preferred candidate while
- *   this elector stays a candidate.
- */
-export type DemotionReason = 'lost' | 'lease-expired-locally' | 'stopped' | 'handed-over';
-
-/** The `reason` of an aborted `lease.signal`. */
-export class LeadershipEndedError extends GemstoneError {
-  readonly reason: DemotionReason;
-  readonly ns: string;
-  readonly term: number;
-
-  constructor(lease: Lease, reason: DemotionReason) {
-    super(`leadership of namespace ${JSON.stringify(lease.ns)} (term ${lease.term}) ended: ${reason}; stop leader-only work`);
-    this.reason = reason;
-    this.ns = lease.ns;
-    this.term = lease.term;
-  }
-}
-
-/** What failed inside the loop; the loop carries on (a tick is retried on the next tick). */
-export type ElectorErrorPhase = 'tick' | 'listen' | 'callback' | 'stop' | 'prune' | 'clock' | 'hand-over';
-
-/** An error the elector reports through `'error'` (or its logger); the original is its `cause`. */
-export class LeaderElectorError extends GemstoneError {
-  readonly phase: ElectorErrorPhase;
-  readonly ns: string;
-  readonly candidateId: string;
-
-  constructor(phase: ElectorErrorPhase, elector: { ns: string; candidateId: string }, message: string, cause: unknown) {
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    super(`LeaderElector ${elector.candidateId} in namespace ${JSON.stringify(elector.ns)}: ${message}: ${detail}`, { cause });
-    this.phase = phase;
-    this.ns = elector.ns;
-    this.candidateId = elector.candidateId;
-  }
-}
+import { DemotionReason, LeaderElectorError, LeadershipEndedError } from './errors';
+export { LeaderElectorError, LeadershipEndedError } from './errors';
+export type { DemotionReason, ElectorErrorPhase } from './errors';
 
 /** Events of a {@link LeaderElector}. */
 export interface LeaderElectorEvents {

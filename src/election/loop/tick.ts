@@ -1,4 +1,4 @@
-import type { LeaderElectorError } from './elector';
+import type { LeaderElectorError } from './errors';
 
 /**
  * How one tick's `elect` ended, from the database's answer: `acquired` (this elector took the

@@ -1,0 +1,4 @@
+import { registerDialect } from '../registry';
+import { mysqlDialect } from './dialect';
+
+registerDialect(['mysql', 'mariadb'], mysqlDialect);

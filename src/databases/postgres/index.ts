@@ -1,0 +1,4 @@
+import { registerDialect } from '../registry';
+import { postgresDialect } from './dialect';
+
+registerDialect(['postgres'], postgresDialect);

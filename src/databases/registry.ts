@@ -1,0 +1,23 @@
+import type { DataSource } from 'typeorm';
+import { UnsupportedDatabaseError } from '../errors';
+import type { Dialect } from './dialect';
+
+/**
+ * The dialect of each TypeORM `type`, filled by the database folders when `src/databases` is
+ * imported (every entry point of the package does). The shared code finds its database here and
+ * never imports a database folder: the folders import the shared code, not the other way round.
+ */
+const dialects = new Map<string, Dialect>();
+
+/** Makes `dialect` the one of DataSources whose `type` is one of `types`. */
+export function registerDialect(types: readonly string[], dialect: Dialect): void {
+  for (const type of types) dialects.set(type, dialect);
+}
+
+/** The dialect of a DataSource, from its `type` option. */
+export function dialectOf(dataSource: DataSource): Dialect {
+  const type = String(dataSource.options.type);
+  const dialect = dialects.get(type);
+  if (!dialect) throw new UnsupportedDatabaseError(type);
+  return dialect;
+}

@@ -1,0 +1,4 @@
+import { registerDialect } from '../registry';
+import { sqliteDialect } from './dialect';
+
+registerDialect(['better-sqlite3', 'sqlite'], sqliteDialect);

@@ -1,0 +1,96 @@
+/**
+ * The layout the code promises (docs/development.md): everything one database does differently
+ * lives in its folder under src/databases/, the shared code never names a database nor imports a
+ * database folder, and no module imports itself back through others (type-only imports included).
+ */
+import { readdirSync, readFileSync } from 'fs';
+import { dirname, join, relative, resolve } from 'path';
+
+const ROOT = resolve(__dirname, '../..');
+const SRC = join(ROOT, 'src');
+const DATABASES = join(SRC, 'databases');
+const DATABASE_FOLDERS = ['postgres', 'mysql', 'sqlite'].map((name) => join(DATABASES, name));
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sources(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Comments removed (line and block), strings kept: a database named in a comment is no branch. */
+function code(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+}
+
+/** Relative imports of a file (static, re-exports and type-only), resolved to files. */
+function importsOf(file: string): string[] {
+  const text = code(readFileSync(file, 'utf8'));
+  const specs = [...text.matchAll(/(?:import|export)\s[^;]*?from\s+'(\.[^']+)'|import\s+'(\.[^']+)'|import\('(\.[^']+)'\)/g)].map(
+    (m) => m[1] ?? m[2] ?? m[3],
+  );
+  return specs.flatMap((spec) => {
+    const base = resolve(dirname(file), spec);
+    for (const candidate of [`${base}.ts`, join(base, 'index.ts')]) if (FILES.has(candidate)) return [candidate];
+    return [];
+  });
+}
+
+const FILES = new Set(sources(SRC).filter((file) => !file.includes(`${join('src', 'dashboard', 'client')}`)));
+const GRAPH = new Map([...FILES].map((file) => [file, importsOf(file)]));
+const inside = (file: string, folder: string) => file.startsWith(`${folder}/`);
+const name = (file: string) => relative(ROOT, file);
+
+describe('layout', () => {
+  it('has no import circle', () => {
+    const circles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (file: string, path: string[]) => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'open') {
+        circles.push([...path.slice(path.indexOf(file)), file].map(name).join(' -> '));
+        return;
+      }
+      state.set(file, 'open');
+      for (const next of GRAPH.get(file) ?? []) visit(next, [...path, file]);
+      state.set(file, 'done');
+    };
+    for (const file of FILES) visit(file, []);
+    expect(circles).toEqual([]);
+  });
+
+  it('imports a database folder only from src/databases/index.ts', () => {
+    const offenders = [...GRAPH].flatMap(([file, imports]) =>
+      imports
+        .filter((target) => DATABASE_FOLDERS.some((folder) => inside(target, folder)))
+        .filter(() => !DATABASE_FOLDERS.some((folder) => inside(file, folder)) && file !== join(DATABASES, 'index.ts'))
+        .map((target) => `${name(file)} imports ${name(target)}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it('keeps each database folder to itself', () => {
+    const offenders = [...GRAPH].flatMap(([file, imports]) => {
+      const own = DATABASE_FOLDERS.find((folder) => inside(file, folder));
+      if (!own) return [];
+      return imports
+        .filter((target) => DATABASE_FOLDERS.some((folder) => folder !== own && inside(target, folder)))
+        .map((target) => `${name(file)} imports ${name(target)}`);
+    });
+    expect(offenders).toEqual([]);
+  });
+
+  it('names no database outside src/databases/', () => {
+    const named = /'(postgres|mysql|mariadb|sqlite|sqlite3|better-sqlite3)'|\b(d|dialect)\.name\b|options\.type\s*[!=]==?/;
+    const offenders = [...FILES]
+      .filter((file) => !inside(file, DATABASES))
+      .flatMap((file) =>
+        code(readFileSync(file, 'utf8'))
+          .split('\n')
+          .filter((line) => named.test(line))
+          .map((line) => `${name(file)}: ${line.trim()}`),
+      );
+    expect(offenders).toEqual([]);
+  });
+});
