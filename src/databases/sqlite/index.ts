@@ -1,4 +1,8 @@
 import { registerDialect } from '../registry';
+import { registerParts } from '../parts';
 import { sqliteDialect } from './dialect';
 
 registerDialect(['better-sqlite3', 'sqlite'], sqliteDialect);
+registerParts(sqliteDialect, {
+  name: 'sqlite',
+});
