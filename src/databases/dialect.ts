@@ -37,6 +37,13 @@ export interface Dialect {
    * an observer then learns of a lease change at once instead of at its next poll.
    */
   readonly notifications: boolean;
+  /** A boolean as a statement parameter: pg takes it as it is, mysql2 and the SQLite drivers want 1/0. */
+  bool(value: boolean): boolean | number;
+  /**
+   * Whether tables live in a named schema the DataSource or entity may choose (PostgreSQL); the
+   * others have one namespace per database (MySQL's "schema" is the database itself).
+   */
+  readonly schemas: boolean;
   /** `LIMIT count OFFSET offset`, both bound as parameters (whole numbers >= 0). */
   limit(count: number, offset?: number): SqlFragment;
   /** Deadlock or serialization failure: the whole transaction may be retried. */

@@ -38,7 +38,7 @@ export function contextOf(dataSource: DataSource): DbContext {
     const escape = (identifier: string) => dataSource.driver.escape(identifier);
     const tableName = (name: string) => metadataOf(dataSource, name)?.tableName ?? `${options.entityPrefix ?? ''}${name}`;
     const schemaName = (name: string) =>
-      dialect.name === 'postgres' ? (metadataOf(dataSource, name)?.schema ?? options.schema) || undefined : undefined;
+      dialect.schemas ? (metadataOf(dataSource, name)?.schema ?? options.schema) || undefined : undefined;
     const qualified = (name: string, relation: string) => {
       const schema = schemaName(name);
       return raw(schema ? `${escape(schema)}.${escape(relation)}` : escape(relation));

@@ -19,6 +19,8 @@ export const mysqlDialect: Dialect = {
   notifications: false,
   // MySQL 8 refuses a LIMIT parameter sent as a double (mysql2's type for every number) in a
   // server-side prepared statement; as text it is taken.
+  bool: (value) => (value ? 1 : 0),
+  schemas: false,
   limit: (count, offset = 0) => sql`LIMIT ${String(count)} OFFSET ${String(offset)}`,
   // 1213: deadlock; 1205: lock wait timeout (the transaction is rolled back only partially: retry
   // whole); 1020: MariaDB's "record has changed since last read" under innodb_snapshot_isolation.

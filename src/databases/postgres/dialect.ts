@@ -15,6 +15,8 @@ export const postgresDialect: Dialect = {
     raw(`ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${columns.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`),
   rowLocks: true,
   notifications: true,
+  bool: (value) => value,
+  schemas: true,
   limit: (count, offset = 0) => sql`LIMIT ${count} OFFSET ${offset}`,
   isRetryableConflict: (error) => ['40P01', '40001'].includes(String(driverError(error).code)),
   isTransactionAbort: (error) => ['40P01', '40001'].includes(String(driverError(error).code)),

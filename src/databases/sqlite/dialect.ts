@@ -22,6 +22,8 @@ export const sqliteDialect: Dialect = {
     raw(`ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${columns.map((c) => `${c} = excluded.${c}`).join(', ')}`),
   rowLocks: false,
   notifications: false,
+  bool: (value) => (value ? 1 : 0),
+  schemas: false,
   limit: (count, offset = 0) => sql`LIMIT ${count} OFFSET ${offset}`,
   isRetryableConflict: (error) => {
     const { code, message } = driverError(error);
