@@ -201,7 +201,7 @@ describe('a consumer project with the tarball installed', () => {
   // strict + exactOptionalPropertyTypes + skipLibCheck: false + types: ['node'], without pg or
   // @types/pg installed (a SQLite user has neither): every declaration file the entry points
   // reach must type-check, so none may import types from an optional driver. These fail while
-  // dist/src/election/pg-listener.d.ts (reached through the LISTEN constants that
+  // dist/src/databases/postgres/listener.d.ts (reached through the LISTEN constants that
   // election/index.ts re-exports) declares an exported function returning pg's `ClientConfig`:
   // "Cannot find module 'pg'". They pass once that declaration no longer names a 'pg' type.
   // The first test awaits the whole matrix: ~35 s on two idle cores, minutes beside the full suite.

@@ -18,10 +18,10 @@ describe('no SQL text built from values', () => {
 
   test('the rule sees the sinks src/ really has, and flags a bad line planted into real code', () => {
     // A rule that matched nothing would pass forever: it must find session.ts's query(text) and
-    // mysql-session.ts's execute(…) and query(…), at least.
+    // databases/mysql/session.ts's execute(…) and query(…), at least.
     expect(checkSqlTree(SRC).sinks).toBeGreaterThanOrEqual(3);
     const srcConstants = stringConstants(new Map(sourceFiles(SRC).map((f) => [f, fs.readFileSync(f, 'utf8')] as const)));
-    const mysql = fs.readFileSync(path.join(SRC, 'db', 'mysql-session.ts'), 'utf8');
+    const mysql = fs.readFileSync(path.join(SRC, 'databases', 'mysql', 'session.ts'), 'utf8');
     expect(checkSqlSource('mysql-session.ts', mysql, srcConstants)).toEqual([]);
     for (const [from, to] of [
       ['connection.execute({ sql: text,', 'connection.execute({ sql: `${text} /* ${parameters[0]} */`,'],
