@@ -1,5 +1,10 @@
 import type { DbContext } from '../db/context';
-import type { Dialect } from './dialect';
+import type { Dialect, DialectName } from './dialect';
+import type { DdlParts } from './contract/ddl';
+import type { DemoLedgerParts } from './contract/demo-ledger';
+import type { PruneParts } from './contract/prune';
+import type { SchemaParts } from './contract/schema';
+import type { SetupParts } from './contract/setup';
 
 /**
  * What each database does differently above plain SQL — its elect, group tick, schema, pruning,
@@ -10,6 +15,16 @@ import type { Dialect } from './dialect';
 export interface DatabaseParts {
   /** Placeholder until the first concern lands; each concern adds its member here. */
   readonly name: Dialect['name'];
+  /** Connecting: the TypeORM types, a missing driver's hint, a busy `initialize()`, connection settings. */
+  readonly setup: SetupParts;
+  /** How installers run DDL and the lookups around it (also the plugin tables' install). */
+  readonly ddl: DdlParts;
+  /** The election schema: each step's DDL, its presence check and its install. */
+  readonly schema: SchemaParts;
+  /** Pruning expired candidates and ended terms: the cutoff instant and one batch's DELETE. */
+  readonly prune: PruneParts;
+  /** The demo ledger's tables and inserts (`gemstone-utils demo`). */
+  readonly demoLedger: DemoLedgerParts;
 }
 
 const registered = new Map<Dialect, DatabaseParts>();
@@ -24,4 +39,19 @@ export function partsOf(context: DbContext): DatabaseParts {
   const parts = registered.get(context.dialect);
   if (!parts) throw new Error(`gemstone-utils: no parts registered for the ${context.dialect.name} dialect (import 'gemstone-utils' first)`);
   return parts;
+}
+
+/**
+ * The parts of the database named `name`, for the few public functions that take a dialect name
+ * instead of a DataSource (the migrations' `schemaStatements(dialect, names)`).
+ */
+export function partsNamed(name: DialectName): DatabaseParts {
+  for (const [dialect, parts] of registered) if (dialect.name === name) return parts;
+  throw new Error(`gemstone-utils: no parts registered for the ${name} dialect (import 'gemstone-utils' first)`);
+}
+
+/** The parts of the database whose TypeORM `type` is `type`, if the library supports it. */
+export function partsOfType(type: string): DatabaseParts | undefined {
+  for (const parts of registered.values()) if (parts.setup.types.includes(type)) return parts;
+  return undefined;
 }

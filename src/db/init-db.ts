@@ -6,10 +6,9 @@ import { setDataSource } from './default-data-source';
 import { explainMissingDatabase } from './missing-database';
 import { installPluginTables } from './plugin-tables';
 import { entityName, GemstoneDB } from './registry';
-import { backoff, execute, sleep } from './session';
-import { sql } from './sql';
-import { outsideTransactions, registerSqliteConnection } from '../databases/sqlite/atomic';
-import { DEFAULT_DB_URL, DEFAULT_SQLITE_BUSY_TIMEOUT_MS, optionsFromUrl } from './url';
+import { backoff, sleep } from './session';
+import { partsOf, partsOfType } from '../databases/parts';
+import { DEFAULT_DB_URL, optionsFromUrl } from './url';
 
 /** Default of {@link InitDbOptions.createTables}. */
 export const DEFAULT_CREATE_TABLES = true;
@@ -48,8 +47,10 @@ function withRegisteredEntities(entities: DataSourceOptions['entities']): unknow
   return [...list, ...GemstoneDB.entities.filter((entity) => !list.includes(entity))];
 }
 
-/** The DataSource `type`s the dialects cover (see dialect.ts). */
-const SUPPORTED_TYPES: readonly string[] = ['postgres', 'mysql', 'mariadb', 'better-sqlite3', 'sqlite'];
+/** Whether a database folder covers the DataSource `type` (each lists its types: `setup.types`). */
+function supported(type: string): boolean {
+  return partsOfType(type) !== undefined;
+}
 
 /** An unsupported database is a bad `target`; checked before TypeORM looks for its driver package. */
 function unsupported(type: string): ValidationError {
@@ -64,36 +65,36 @@ function toDataSource(target: InitDbTarget | undefined): DataSource {
   if (typeof options !== 'object' || options === null || typeof (options as { type?: unknown }).type !== 'string') {
     throw new ValidationError('target', 'must be a DataSource, DataSourceOptions with a `type`, or a database URL');
   }
-  if (!SUPPORTED_TYPES.includes(options.type)) throw unsupported(options.type);
+  if (!supported(options.type)) throw unsupported(options.type);
   try {
     return new DataSource({ ...options, entities: withRegisteredEntities(options.entities) } as DataSourceOptions);
   } catch (error) {
-    // TypeORM 1.x has no `sqlite` (sqlite3) driver any more: a bad target on this TypeORM line.
+    // A driver this TypeORM line lacks (TypeORM 1.x has no sqlite3 driver): a bad target here.
     if ((error as { name?: unknown })?.name !== 'MissingDriverError') throw error;
-    const hint = String(options.type) === 'sqlite' ? ' (TypeORM 1.x removed the sqlite3 driver: use better-sqlite3)' : '';
+    const type = String(options.type);
+    const hint = partsOfType(type)?.setup.missingDriverHint(type) ?? '';
     throw new ValidationError('target', `uses database type ${JSON.stringify(options.type)}, which the installed TypeORM does not support${hint}`, {
       cause: error,
     });
   }
 }
 
-/** How long initDb retries a SQLite DataSource's `initialize()` that found the file locked. */
-const SQLITE_BUSY_INITIALIZE_RETRY_MS = 15_000;
+/** How long initDb retries an `initialize()` that found the database busy (a SQLite file locked). */
+const BUSY_INITIALIZE_RETRY_MS = 15_000;
 
 /**
- * TypeORM 0.3's sqlite3 driver switches the file to WAL before it sets the busy timeout, so
- * processes opening one fresh file together can get SQLITE_BUSY from `initialize()` (which then
- * closes the connection again): retry it for a while.
+ * Connects, retrying for a while when the database says `initialize()` failed only because
+ * another process held it (see each database's `setup.busyOnInitialize`).
  */
 async function initializeRetryingBusy(dataSource: DataSource): Promise<void> {
-  const { dialect } = contextOf(dataSource);
-  const deadline = Date.now() + SQLITE_BUSY_INITIALIZE_RETRY_MS;
+  const { setup } = partsOf(contextOf(dataSource));
+  const deadline = Date.now() + BUSY_INITIALIZE_RETRY_MS;
   for (let attempt = 0; ; attempt++) {
     try {
       await dataSource.initialize();
       return;
     } catch (error) {
-      const busy = dialect.name === 'sqlite' && dialect.isRetryableConflict(error);
+      const busy = setup.busyOnInitialize(error);
       if (!busy || dataSource.isInitialized || Date.now() > deadline) throw error;
       await sleep(backoff(attempt));
     }
@@ -117,22 +118,6 @@ async function initialize(dataSource: DataSource): Promise<void> {
     pending.catch(() => initializations.delete(dataSource));
   }
   await pending;
-}
-
-/**
- * A SQLite connection without a busy timeout fails at once when another process writes; give it
- * one unless the application chose its own.
- */
-async function ensureSqliteBusyTimeout(dataSource: DataSource): Promise<void> {
-  const context = contextOf(dataSource);
-  if (context.dialect.name !== 'sqlite') return;
-  await outsideTransactions(dataSource, async () => {
-    const [row] = await execute<Record<string, unknown>>(context, dataSource.manager, sql`PRAGMA busy_timeout`);
-    const current = Number(row ? Object.values(row)[0] : 0);
-    if (current === 0) {
-      await execute(context, dataSource.manager, sql`PRAGMA busy_timeout = ${DEFAULT_SQLITE_BUSY_TIMEOUT_MS}`);
-    }
-  });
 }
 
 /**
@@ -160,7 +145,7 @@ export async function initDb(target?: InitDbTarget, options: InitDbOptions = {})
   }
 
   const dataSource = toDataSource(target);
-  if (!SUPPORTED_TYPES.includes(String(dataSource.options.type))) throw unsupported(String(dataSource.options.type));
+  if (!supported(String(dataSource.options.type))) throw unsupported(String(dataSource.options.type));
   contextOf(dataSource);
   const wasInitialized = dataSource.isInitialized;
   await initialize(dataSource);
@@ -171,8 +156,7 @@ export async function initDb(target?: InitDbTarget, options: InitDbOptions = {})
     if (!wasInitialized) await dataSource.destroy().catch(() => undefined);
     throw error;
   }
-  await ensureSqliteBusyTimeout(dataSource);
-  registerSqliteConnection(dataSource);
+  await partsOf(contextOf(dataSource)).setup.afterInitialize(dataSource);
   if (createTables) {
     for (const installer of GemstoneDB.installers) await installer.install(dataSource);
     await installPluginTables(dataSource);

@@ -1,10 +1,7 @@
 import type { DataSource, EntityMetadata, QueryRunner } from 'typeorm';
 import { contextOf } from './context';
-import { endImplicitTransaction } from '../databases/mysql/session';
+import { partsOf } from '../databases/parts';
 import { GemstoneDB, RegisteredEntity } from './registry';
-import { execute } from './session';
-import { sql } from './sql';
-import { outsideTransactions } from '../databases/sqlite/atomic';
 
 /*
  * Tables of entities that third-party modules register on GemstoneDB without an installer of
@@ -14,9 +11,6 @@ import { outsideTransactions } from '../databases/sqlite/atomic';
  * application's tables, or an existing plugin table) is discarded: initDb never changes a table
  * that exists.
  */
-
-/** Serializes concurrent plugin installs on PostgreSQL (another key than the election installer's). */
-const PG_PLUGIN_INSTALL_LOCK_KEY = 7_455_301_122;
 
 /** One statement of TypeORM's schema builder (`SqlInMemory.upQueries`). */
 interface BuilderQuery {
@@ -100,68 +94,35 @@ async function run(runner: QueryRunner, statements: readonly BuilderQuery[]): Pr
 /**
  * Creates the missing tables of registered plugin entities (classes or EntitySchemas) with their
  * indexes and constraints. Tables that exist are left exactly as they are. Safe when several
- * processes run it at once: PostgreSQL serializes it with an advisory lock; on SQLite and
- * MySQL/MariaDB a racing installer's "already exists" is answered by checking again.
+ * processes run it at once: each database's `ddl.createPluginTables` says how (PostgreSQL
+ * serializes it with an advisory lock; on SQLite and MySQL/MariaDB a racing installer's "already
+ * exists" is answered by checking again).
  */
 export async function installPluginTables(dataSource: DataSource): Promise<void> {
   const entities = pluginEntities();
   if (entities.length === 0) return;
   const metadatas = entities.map((entity) => dataSource.getMetadata(entity as never));
-  const { dialect } = contextOf(dataSource);
-  const work = () => install(dataSource, metadatas);
-  await (dialect.name === 'sqlite' ? outsideTransactions(dataSource, work) : work());
+  const { ddl } = partsOf(contextOf(dataSource));
+  await ddl.isolated(dataSource, () => install(dataSource, metadatas));
 }
 
 async function install(dataSource: DataSource, metadatas: readonly EntityMetadata[]): Promise<void> {
-  const context = contextOf(dataSource);
+  const { ddl } = partsOf(contextOf(dataSource));
   const runner = dataSource.createQueryRunner();
   try {
     const missing = await missingTables(runner, dataSource, metadatas);
     if (missing.size === 0) return; // no DDL at all: works for roles without DDL rights
     const statements = await createStatements(dataSource, missing);
-
-    if (context.dialect.name === 'postgres') {
-      // Transactional DDL under a transaction-scoped lock (released at commit, PgBouncer-safe):
-      // the second installer waits, then finds the tables.
-      await runner.startTransaction();
-      try {
-        await execute(context, runner.manager, sql`SELECT pg_advisory_xact_lock(${PG_PLUGIN_INSTALL_LOCK_KEY})`);
-        for (const key of (await missingTables(runner, dataSource, [...missing.values()])).keys()) {
-          await run(runner, statements.get(key) ?? []);
-        }
-        await runner.commitTransaction();
-      } catch (error) {
-        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-        throw error;
-      }
-      return;
-    }
-
-    for (const [key, metadata] of missing) {
-      try {
-        if (context.dialect.name === 'sqlite') {
-          // One table with its indexes is all-or-nothing, so a racing installer never sees half of it.
-          await runner.startTransaction();
-          try {
-            await run(runner, statements.get(key) ?? []);
-            await runner.commitTransaction();
-          } catch (error) {
-            if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-            throw error;
-          }
-        } else {
-          // MySQL DDL commits implicitly; TypeORM puts its indexes into the CREATE TABLE.
-          await run(runner, statements.get(key) ?? []);
-        }
-      } catch (error) {
-        // Another process created the table first: fine if it is there now.
-        if (!(await runner.hasTable(metadata.tablePath))) throw error;
-      }
-    }
+    await ddl.createPluginTables({
+      runner,
+      missing,
+      stillMissing: async () => [...(await missingTables(runner, dataSource, [...missing.values()])).keys()],
+      create: (key) => run(runner, statements.get(key) ?? []),
+    });
   } finally {
     try {
       // MySQL/MariaDB with autocommit off: the lookups opened a transaction; the connection goes back to the pool without it.
-      if (context.dialect.name === 'mysql') await endImplicitTransaction(dataSource, runner);
+      await ddl.settle(dataSource, runner);
     } finally {
       await runner.release();
     }

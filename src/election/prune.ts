@@ -1,12 +1,12 @@
-import type { DataSource, EntityManager } from 'typeorm';
-import { contextOf, DbContext } from '../db/context';
-import { dataSourceOfSession, execute, executeRaw, inOneStatement, runnerOf, Session } from '../db/session';
-import { runProgram } from '../databases/sqlite/atomic';
-import { raw, sql, SqlFragment } from '../db/sql';
+import type { DataSource } from 'typeorm';
+import { contextOf } from '../db/context';
+import { dataSourceOfSession, runnerOf, Session } from '../db/session';
+import { partsOf } from '../databases/parts';
+import { raw } from '../db/sql';
 import { ValidationError } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
 import { DEFAULT_HISTORY_RETENTION_SECONDS } from './observe/history';
-import { CANDIDATE_TABLE, HISTORY_TABLE } from './schema';
+import { CANDIDATE_TABLE, HISTORY_TABLE } from './tables';
 import { checkOptions } from './validate';
 
 /** How long a candidate row stays after it expired before pruning deletes it: 86400 s (one day). */
@@ -41,31 +41,7 @@ export function checkRetentionSeconds(value: unknown, parameter: string): number
   return value;
 }
 
-/** The database-clock instant `retention` seconds ago. */
-function cutoff(context: DbContext, retention: number): SqlFragment {
-  switch (context.dialect.name) {
-    case 'postgres':
-      return sql`(clock_timestamp() - make_interval(secs => ${retention}))`;
-    case 'sqlite':
-      return sql`strftime('%Y-%m-%d %H:%M:%f', 'now', ${`-${retention.toFixed(3)} seconds`})`;
-    default:
-      return sql`(UTC_TIMESTAMP(6) - INTERVAL ${Math.round(retention * 1e6)} MICROSECOND)`;
-  }
-}
-
 const LIMIT = raw(String(PRUNE_BATCH_ROWS));
-
-/** Rows a DELETE reported: PostgreSQL answers `[rows, count]`, MySQL a result header. */
-function affected(result: unknown): number {
-  if (Array.isArray(result) && result.length === 2 && typeof result[1] === 'number') return result[1];
-  const header = result as { affectedRows?: unknown } | undefined;
-  if (header && typeof header.affectedRows === 'number') return header.affectedRows;
-  throw new Error('gemstone-utils: the database did not report how many rows a prune deleted');
-}
-
-async function deleteWith(context: DbContext, manager: EntityManager, statement: SqlFragment): Promise<number> {
-  return affected(await executeRaw(context, manager, statement));
-}
 
 /** What one prune deletes: rows of `table` whose `column` (an instant) is older than the retention; `key` orders the batch. */
 interface PruneTarget {
@@ -77,32 +53,18 @@ interface PruneTarget {
 const CANDIDATES: PruneTarget = { table: CANDIDATE_TABLE, column: 'expires_at', key: ['ns', 'candidate_id'] };
 const HISTORY: PruneTarget = { table: HISTORY_TABLE, column: 'ended_at', key: ['ns', 'term'] };
 
-/** One batch; only the target table is touched, so the leader row is never locked. */
+/**
+ * One batch; only the target table is touched, so the leader row is never locked. The cutoff is
+ * the database clock's, and each database deletes and counts a batch its own way.
+ */
 async function pruneBatch(dataSource: DataSource, session: Session | undefined, retention: number, target: PruneTarget): Promise<number> {
   const context = contextOf(dataSource);
+  const { prune } = partsOf(context);
   const table = context.table(target.table);
   const column = raw(target.column);
   const key = raw(target.key.join(', '));
-  const before = cutoff(context, retention);
-  if (context.dialect.name === 'sqlite') {
-    const remove = sql`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${column} < ${before} LIMIT ${LIMIT})`;
-    const count = sql`SELECT changes() AS n`;
-    const runner = runnerOf(session);
-    if (runner?.isTransactionActive) {
-      await execute(context, runner.manager, remove);
-      const [row] = await execute<{ n: unknown }>(context, runner.manager, count);
-      return Number(row?.n ?? 0);
-    }
-    // Its own short transaction on the shared connection, never nested in an application's.
-    const [, rows] = await runProgram(dataSource, [remove, count], { transaction: true });
-    return Number(rows?.[0]?.n ?? 0);
-  }
-  const statement =
-    context.dialect.name === 'postgres'
-      ? sql`DELETE FROM ${table} WHERE (${key}) IN (SELECT ${key} FROM ${table} WHERE ${column} < ${before} LIMIT ${LIMIT})`
-      : // Primary-key order makes the LIMIT deterministic (safe for statement-based replication).
-        sql`DELETE FROM ${table} WHERE ${column} < ${before} ORDER BY ${key} LIMIT ${LIMIT}`;
-  return inOneStatement(dataSource, session, (manager) => deleteWith(context, manager, statement));
+  const before = prune.cutoff(retention);
+  return prune.deleteBatch(dataSource, session, { table, column, key, before, limit: LIMIT });
 }
 
 /** Validates the arguments of a prune function; returns the retention and session. */

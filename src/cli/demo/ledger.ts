@@ -1,10 +1,11 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
-import type { DialectName } from '../../databases/dialect';
+import type { DemoTableTypes } from '../../databases/contract/demo-ledger';
+import { partsOf } from '../../databases/parts';
 import { contextOf } from '../../db/context';
-import { execute, inTransaction, withManager } from '../../db/session';
+import { execute, withManager } from '../../db/session';
 import { raw, RawSql, sql, SqlFragment } from '../../db/sql';
-import { LEADER_TABLE } from '../../election/schema';
+import { LEADER_TABLE } from '../../election/tables';
 
 /**
  * The demo's own tables (created by the demo, never by `initDb`):
@@ -16,52 +17,35 @@ import { LEADER_TABLE } from '../../election/schema';
 export const LEDGER_TABLE = 'gemstone_demo_ledger';
 export const TERM_TABLE = 'gemstone_demo_term';
 
-function ddl(dialect: DialectName, table: (name: string) => RawSql): SqlFragment[] {
+/** The CREATE statements of both tables, with the database's key and instant types and table options. */
+function ddl(types: DemoTableTypes, table: (name: string) => RawSql): SqlFragment[] {
   const ledger = table(LEDGER_TABLE);
   const terms = table(TERM_TABLE);
-  const columns = (id: string, instant: string) => [
+  return [
     sql`CREATE TABLE IF NOT EXISTS ${ledger} (
-  id ${raw(id)},
+  id ${raw(types.id)},
   run_id varchar(36) NOT NULL,
   ns varchar(255) NOT NULL,
   term bigint NOT NULL,
   worker_id varchar(36) NOT NULL,
-  written_at ${raw(instant)} NOT NULL
-)${raw(dialect === 'mysql' ? ' ENGINE=InnoDB' : '')}`,
+  written_at ${raw(types.instant)} NOT NULL
+)${raw(types.tableOptions)}`,
     sql`CREATE TABLE IF NOT EXISTS ${terms} (
   run_id varchar(36) NOT NULL,
   ns varchar(255) NOT NULL,
   term bigint NOT NULL,
   leader_id varchar(36) NOT NULL,
-  started_at ${raw(instant)} NOT NULL,
+  started_at ${raw(types.instant)} NOT NULL,
   PRIMARY KEY (run_id, ns, term)
-)${raw(dialect === 'mysql' ? ' ENGINE=InnoDB' : '')}`,
+)${raw(types.tableOptions)}`,
   ];
-  switch (dialect) {
-    case 'postgres':
-      return columns('bigserial PRIMARY KEY', 'timestamptz');
-    case 'mysql':
-      return columns('bigint NOT NULL AUTO_INCREMENT PRIMARY KEY', 'datetime(6)');
-    case 'sqlite':
-      return columns('INTEGER PRIMARY KEY AUTOINCREMENT', 'datetime');
-  }
 }
-
-/** Serializes concurrent demo table creation on PostgreSQL (racing CREATE TABLE IF NOT EXISTS can fail there). */
-const PG_DEMO_DDL_LOCK_KEY = 7_455_301_122;
 
 /** Creates the ledger and term history tables if missing. */
 export async function createDemoTables(dataSource: DataSource): Promise<void> {
   const context = contextOf(dataSource);
-  const statements = ddl(context.dialect.name, context.table);
-  if (context.dialect.name === 'mysql') {
-    for (const statement of statements) await execute(context, dataSource.manager, statement);
-    return;
-  }
-  await inTransaction(dataSource, undefined, async (m) => {
-    if (context.dialect.name === 'postgres') await execute(context, m, sql`SELECT pg_advisory_xact_lock(${PG_DEMO_DDL_LOCK_KEY})`);
-    for (const statement of statements) await execute(context, m, statement);
-  });
+  const { demoLedger } = partsOf(context);
+  await demoLedger.createTables(dataSource, context, ddl(demoLedger.types, context.table));
 }
 
 export interface TermKey {
@@ -99,16 +83,9 @@ WHERE l.ns = ${key.ns} AND l.term = ${key.term} AND l.leader_id = ${key.leaderId
 /** Appends one ledger entry, stamped with the database clock. Returns its id. */
 export async function appendEntry(m: EntityManager, context: DbContext, key: TermKey): Promise<number> {
   const ledger = context.table(LEDGER_TABLE);
-  const d = context.dialect;
-  const values = sql`(${key.runId}, ${key.ns}, ${key.term}, ${key.leaderId}, ${d.now})`;
+  const values = sql`(${key.runId}, ${key.ns}, ${key.term}, ${key.leaderId}, ${context.dialect.now})`;
   const columns = raw('(run_id, ns, term, worker_id, written_at)');
-  if (d.name === 'postgres') {
-    const [row] = await execute(context, m, sql`INSERT INTO ${ledger} ${columns} VALUES ${values} RETURNING id`);
-    return Number(row?.id);
-  }
-  await execute(context, m, sql`INSERT INTO ${ledger} ${columns} VALUES ${values}`);
-  const [row] = await execute(context, m, d.name === 'mysql' ? sql`SELECT LAST_INSERT_ID() AS id` : sql`SELECT last_insert_rowid() AS id`);
-  return Number(row?.id);
+  return partsOf(context).demoLedger.insertReturningId(context, m, sql`INSERT INTO ${ledger} ${columns} VALUES ${values}`);
 }
 
 /** A committed ledger entry that a newer term had already superseded, or whose term it did not hold. */

@@ -1,8 +1,18 @@
 import { registerDialect } from '../registry';
 import { registerParts } from '../parts';
+import { postgresDemoLedger } from './demo-ledger';
+import { postgresDdl } from './ddl';
 import { postgresDialect } from './dialect';
+import { postgresPrune } from './prune';
+import { postgresSchema } from './schema';
+import { POSTGRES_TYPES, postgresSetup } from './setup';
 
-registerDialect(['postgres'], postgresDialect);
+registerDialect(POSTGRES_TYPES, postgresDialect);
 registerParts(postgresDialect, {
   name: 'postgres',
+  setup: postgresSetup,
+  ddl: postgresDdl,
+  schema: postgresSchema,
+  prune: postgresPrune,
+  demoLedger: postgresDemoLedger,
 });

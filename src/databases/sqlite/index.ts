@@ -1,8 +1,18 @@
 import { registerDialect } from '../registry';
 import { registerParts } from '../parts';
+import { sqliteDemoLedger } from './demo-ledger';
+import { sqliteDdl } from './ddl';
 import { sqliteDialect } from './dialect';
+import { sqlitePrune } from './prune';
+import { sqliteSchema } from './schema';
+import { SQLITE_TYPES, sqliteSetup } from './setup';
 
-registerDialect(['better-sqlite3', 'sqlite'], sqliteDialect);
+registerDialect(SQLITE_TYPES, sqliteDialect);
 registerParts(sqliteDialect, {
   name: 'sqlite',
+  setup: sqliteSetup,
+  ddl: sqliteDdl,
+  schema: sqliteSchema,
+  prune: sqlitePrune,
+  demoLedger: sqliteDemoLedger,
 });

@@ -1,0 +1,41 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { DbContext } from '../../db/context';
+import type { SqlFragment } from '../../db/sql';
+import type { IdentityColumn, TableNames } from '../../election/tables';
+
+/**
+ * MySQL/MariaDB compare strings case- and trailing-space-insensitively by default, which would
+ * merge namespaces `"Jobs"`, `"jobs"` and `"jobs "`. A binary no-pad collation keeps them apart,
+ * as PostgreSQL and SQLite do; its name differs between the two servers, hence the flavour.
+ */
+export type MysqlFlavor = 'mariadb' | 'mysql';
+
+/** The flavour of a MySQL-protocol server from its `VERSION()`: MariaDB names itself there. */
+export function mysqlFlavorOf(version: unknown): MysqlFlavor {
+  return /mariadb/i.test(String(version)) ? 'mariadb' : 'mysql';
+}
+
+/**
+ * The election schema on one database: the DDL of each step (the statements the migrations run,
+ * exactly as shipped), how to tell that everything exists, and how the steps are installed.
+ * The shared `election/schema.ts` composes these; see its comment for the steps.
+ */
+export interface SchemaParts {
+  /**
+   * Step 1, the CREATE statements of the 0.1.0 tables (candidate and leader), exactly as 0.1.0
+   * shipped them. `flavor` matters on MySQL/MariaDB only (the namespace collation; default MariaDB).
+   */
+  tableStatements(names: TableNames, flavor?: MysqlFlavor): SqlFragment[];
+  /** Step 2's column definitions (`metadata`, `priority`, `eligible`), as `ADD COLUMN` appends them. */
+  readonly identityColumnTypes: Readonly<Record<IdentityColumn, string>>;
+  /** Whether one `ALTER TABLE` adds or drops one column only (SQLite); else one ALTER takes them all. */
+  readonly alterOneColumnAtATime: boolean;
+  /** Step 2's history table and its index (`CREATE … IF NOT EXISTS`). */
+  historyStatements(names: TableNames, flavor?: MysqlFlavor): SqlFragment[];
+  /** A statement listing the candidate table's columns, one row per column in column `name`. */
+  candidateColumns(context: DbContext): SqlFragment;
+  /** Whether every table and index of every step exists (the columns are checked apart). */
+  relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean>;
+  /** Runs the steps that are missing (called when something is), safe against concurrent installers. */
+  install(dataSource: DataSource, context: DbContext): Promise<void>;
+}

@@ -1,0 +1,149 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { DbContext } from '../../db/context';
+import { execute } from '../../db/session';
+import { raw, sql, SqlFragment } from '../../db/sql';
+import { DDL_LOCK_TIMEOUT_MS, withDdlLockRetries } from '../../election/ddl-lock';
+import { identityColumnsMissing, identityStatementsOf, mysqlFlavor } from '../../election/schema';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, TableNames } from '../../election/tables';
+import { driverError } from '../dialect';
+import type { MysqlFlavor, SchemaParts } from '../contract/schema';
+import { mysqlDdl } from './ddl';
+import { endImplicitTransaction } from './session';
+
+/** The binary no-pad collation of the namespace column on each server (see {@link MysqlFlavor}). */
+const NS_COLLATION: Record<MysqlFlavor, string> = { mariadb: 'utf8mb4_nopad_bin', mysql: 'utf8mb4_0900_bin' };
+
+/** MySQL: ER_DUP_KEYNAME, another process added the same index first. */
+const MYSQL_DUPLICATE_KEY_NAME = 1061;
+/** MySQL: ER_DUP_FIELDNAME, another process added the same column first. */
+const MYSQL_DUPLICATE_COLUMN = 1060;
+
+/** MySQL/MariaDB: the history index is part of its CREATE TABLE; the candidate index may have been dropped. */
+async function mysqlIndexPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+  const rows = await execute(
+    context,
+    manager,
+    sql`SELECT COUNT(*) AS n FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ${context.tableName(CANDIDATE_TABLE)} AND index_name = ${candidateIndexName(context)}`,
+  );
+  return Number(rows[0]?.n) > 0;
+}
+
+/** MySQL/MariaDB: the election schema (see `election/schema.ts` for the steps). */
+export const mysqlSchema: SchemaParts = {
+  tableStatements(names: TableNames, flavor: MysqlFlavor = 'mariadb'): SqlFragment[] {
+    const candidate = names.table(CANDIDATE_TABLE);
+    const leader = names.table(LEADER_TABLE);
+    const termCheck = raw(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
+    const index = raw(candidateIndexName(names));
+    const ns = raw(`varchar(255) CHARACTER SET utf8mb4 COLLATE ${NS_COLLATION[flavor]} NOT NULL`);
+    const uuid = raw('varchar(36) CHARACTER SET ascii COLLATE ascii_bin');
+    return [
+      sql`CREATE TABLE IF NOT EXISTS ${candidate} (
+  ns ${ns},
+  candidate_id ${uuid} NOT NULL,
+  last_heartbeat_at datetime(6) NOT NULL,
+  expires_at datetime(6) NOT NULL,
+  PRIMARY KEY (ns, candidate_id),
+  KEY ${index} (ns, expires_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+      sql`CREATE TABLE IF NOT EXISTS ${leader} (
+  ns ${ns},
+  leader_id ${uuid} NULL,
+  lease_expires_at datetime(6) NULL,
+  updated_at datetime(6) NOT NULL,
+  term bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (ns),
+  CONSTRAINT ${termCheck} CHECK (term >= 0)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+    ];
+  },
+
+  identityColumnTypes: {
+    metadata: 'text CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL',
+    priority: 'int NOT NULL DEFAULT 0',
+    eligible: 'boolean NOT NULL DEFAULT 1',
+  },
+
+  /** One ALTER adds all columns, or none. */
+  alterOneColumnAtATime: false,
+
+  historyStatements(names: TableNames, flavor: MysqlFlavor = 'mariadb'): SqlFragment[] {
+    const history = names.table(HISTORY_TABLE);
+    const index = raw(historyIndexName(names));
+    const ns = raw(`varchar(255) CHARACTER SET utf8mb4 COLLATE ${NS_COLLATION[flavor]} NOT NULL`);
+    const ascii = raw('CHARACTER SET ascii COLLATE ascii_bin');
+    return [
+      sql`CREATE TABLE IF NOT EXISTS ${history} (
+  ns ${ns},
+  term bigint NOT NULL,
+  leader_id varchar(36) ${ascii} NOT NULL,
+  acquired_at datetime(6) NOT NULL,
+  ended_at datetime(6) NULL,
+  end_reason varchar(16) ${ascii} NULL,
+  PRIMARY KEY (ns, term),
+  KEY ${index} (ended_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+    ];
+  },
+
+  candidateColumns(context: DbContext): SqlFragment {
+    return sql`SELECT column_name AS name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ${context.tableName(CANDIDATE_TABLE)}`;
+  },
+
+  async relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+    const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE].map((name) => context.tableName(name));
+    const rows = await execute(
+      context,
+      manager,
+      sql`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (${names[0]}, ${names[1]}, ${names[2]})`,
+    );
+    return Number(rows[0]?.n) === names.length && (await mysqlIndexPresent(context, manager));
+  },
+
+  install: installMysql,
+};
+
+/**
+ * MySQL/MariaDB DDL commits implicitly, so no transaction; their metadata locks make concurrent
+ * CREATE TABLE IF NOT EXISTS safe, and a racing ALTER that added a column first is recognized.
+ * Runs on a connection of its own, whose `lock_wait_timeout` is bounded and then restored.
+ */
+async function installMysql(dataSource: DataSource, context: DbContext): Promise<void> {
+  const runner = dataSource.createQueryRunner();
+  try {
+    const m = runner.manager;
+    const flavor = await mysqlFlavor(m);
+    for (const statement of mysqlSchema.tableStatements(context, flavor)) await execute(context, m, statement);
+    // The index is part of CREATE TABLE, which skips a table that exists without it.
+    if (!(await mysqlIndexPresent(context, m))) {
+      const index = sql`CREATE INDEX ${raw(candidateIndexName(context))} ON ${context.table(CANDIDATE_TABLE)} (ns, expires_at)`;
+      await execute(context, m, index).catch((error: unknown) => {
+        if (Number(driverError(error).errno) !== MYSQL_DUPLICATE_KEY_NAME) throw error;
+      });
+    }
+    const [saved] = await execute<{ t: unknown }>(context, m, sql`SELECT @@SESSION.lock_wait_timeout AS t`);
+    // A server-side parameter is a double, which the variable refuses: cast to its type.
+    await execute(context, m, sql`SET SESSION lock_wait_timeout = CAST(${Math.ceil(DDL_LOCK_TIMEOUT_MS / 1000)} AS UNSIGNED)`);
+    try {
+      await withDdlLockRetries(mysqlDdl.isLockTimeout, async () => {
+        const missing = await identityColumnsMissing(context, m);
+        for (const statement of identityStatementsOf(mysqlSchema, context, missing, flavor)) {
+          await execute(context, m, statement).catch(async (error: unknown) => {
+            // Another process added the columns first (one ALTER adds all of them, or none).
+            if (Number(driverError(error).errno) !== MYSQL_DUPLICATE_COLUMN) throw error;
+            if ((await identityColumnsMissing(context, m)).length > 0) throw error;
+          });
+        }
+      });
+    } finally {
+      await execute(context, m, sql`SET SESSION lock_wait_timeout = CAST(${Number(saved?.t)} AS UNSIGNED)`);
+    }
+  } finally {
+    try {
+      // Autocommit off: the reads above opened a transaction; the connection goes back to the pool without it.
+      await endImplicitTransaction(dataSource, runner);
+    } finally {
+      await runner.release();
+    }
+  }
+}

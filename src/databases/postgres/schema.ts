@@ -1,0 +1,94 @@
+import type { EntityManager } from 'typeorm';
+import type { DbContext } from '../../db/context';
+import { execute } from '../../db/session';
+import { raw, sql, SqlFragment } from '../../db/sql';
+import { DDL_LOCK_TIMEOUT_MS } from '../../election/ddl-lock';
+import { installInOneTransaction } from '../../election/schema';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, TableNames } from '../../election/tables';
+import type { SchemaParts } from '../contract/schema';
+
+/** Serializes concurrent installs on PostgreSQL, where two racing CREATE TABLE IF NOT EXISTS can fail. */
+const PG_INSTALL_LOCK_KEY = 7_455_301_121;
+
+/** PostgreSQL: the election schema (see `election/schema.ts` for the steps). */
+export const postgresSchema: SchemaParts = {
+  tableStatements(names: TableNames): SqlFragment[] {
+    const candidate = names.table(CANDIDATE_TABLE);
+    const leader = names.table(LEADER_TABLE);
+    const candidatePk = raw(objectName('PK', names.tableName(CANDIDATE_TABLE)));
+    const leaderPk = raw(objectName('PK', names.tableName(LEADER_TABLE)));
+    const termCheck = raw(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
+    const index = raw(candidateIndexName(names));
+    return [
+      sql`CREATE TABLE IF NOT EXISTS ${candidate} (
+  ns varchar(255) NOT NULL,
+  candidate_id varchar(36) NOT NULL,
+  last_heartbeat_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL,
+  CONSTRAINT "${candidatePk}" PRIMARY KEY (ns, candidate_id)
+)`,
+      sql`CREATE INDEX IF NOT EXISTS "${index}" ON ${candidate} (ns, expires_at)`,
+      sql`CREATE TABLE IF NOT EXISTS ${leader} (
+  ns varchar(255) NOT NULL,
+  leader_id varchar(36) NULL,
+  lease_expires_at timestamptz NULL,
+  updated_at timestamptz NOT NULL,
+  term bigint NOT NULL DEFAULT 0,
+  CONSTRAINT "${leaderPk}" PRIMARY KEY (ns),
+  CONSTRAINT "${termCheck}" CHECK (term >= 0)
+)`,
+    ];
+  },
+
+  identityColumnTypes: { metadata: 'text NULL', priority: 'integer NOT NULL DEFAULT 0', eligible: 'boolean NOT NULL DEFAULT true' },
+
+  /** One ALTER adds all columns, or none. */
+  alterOneColumnAtATime: false,
+
+  historyStatements(names: TableNames): SqlFragment[] {
+    const history = names.table(HISTORY_TABLE);
+    const historyPk = raw(objectName('PK', names.tableName(HISTORY_TABLE)));
+    const index = raw(historyIndexName(names));
+    return [
+      sql`CREATE TABLE IF NOT EXISTS ${history} (
+  ns varchar(255) NOT NULL,
+  term bigint NOT NULL,
+  leader_id varchar(36) NOT NULL,
+  acquired_at timestamptz NOT NULL,
+  ended_at timestamptz NULL,
+  end_reason varchar(16) NULL,
+  CONSTRAINT "${historyPk}" PRIMARY KEY (ns, term)
+)`,
+      sql`CREATE INDEX IF NOT EXISTS "${index}" ON ${history} (ended_at)`,
+    ];
+  },
+
+  /** pg_attribute, not information_schema: the latter hides columns the role has no rights on. */
+  candidateColumns(context: DbContext): SqlFragment {
+    return sql`SELECT attname AS name FROM pg_attribute WHERE attrelid = to_regclass(${context.table(CANDIDATE_TABLE).text}) AND attnum > 0 AND NOT attisdropped`;
+  },
+
+  async relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+    const [candidate, leader, history] = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE].map((name) => context.table(name).text);
+    const index = context.qualified(CANDIDATE_TABLE, candidateIndexName(context)).text;
+    const historyIndex = context.qualified(HISTORY_TABLE, historyIndexName(context)).text;
+    const rows = await execute(
+      context,
+      manager,
+      sql`SELECT (to_regclass(${candidate}) IS NOT NULL AND to_regclass(${leader}) IS NOT NULL AND to_regclass(${index}) IS NOT NULL
+  AND to_regclass(${history}) IS NOT NULL AND to_regclass(${historyIndex}) IS NOT NULL) AS present`,
+    );
+    return rows[0]?.present === true;
+  },
+
+  /**
+   * Transactional DDL: every step or none. The transaction-scoped advisory lock is released at
+   * commit, so it is safe behind PgBouncer; the ALTER's lock wait is bounded by `lock_timeout`.
+   */
+  install(dataSource, context) {
+    return installInOneTransaction(dataSource, context, async (manager) => {
+      await execute(context, manager, sql`SELECT pg_advisory_xact_lock(${PG_INSTALL_LOCK_KEY})`);
+      await execute(context, manager, sql`SELECT set_config('lock_timeout', ${`${DDL_LOCK_TIMEOUT_MS}ms`}, true)`);
+    });
+  },
+};

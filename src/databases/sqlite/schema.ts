@@ -1,0 +1,82 @@
+import type { EntityManager } from 'typeorm';
+import type { DbContext } from '../../db/context';
+import { execute } from '../../db/session';
+import { raw, sql, SqlFragment } from '../../db/sql';
+import { installInOneTransaction } from '../../election/schema';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, TableNames } from '../../election/tables';
+import type { SchemaParts } from '../contract/schema';
+
+/** SQLite: the election schema (see `election/schema.ts` for the steps). */
+export const sqliteSchema: SchemaParts = {
+  /** TypeORM's datetime form: UTC text 'YYYY-MM-DD HH:MM:SS.SSS', which sorts in time order. */
+  tableStatements(names: TableNames): SqlFragment[] {
+    const candidate = names.table(CANDIDATE_TABLE);
+    const leader = names.table(LEADER_TABLE);
+    const candidatePk = raw(objectName('PK', names.tableName(CANDIDATE_TABLE)));
+    const leaderPk = raw(objectName('PK', names.tableName(LEADER_TABLE)));
+    const termCheck = raw(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
+    const index = raw(candidateIndexName(names));
+    return [
+      sql`CREATE TABLE IF NOT EXISTS ${candidate} (
+  ns varchar(255) NOT NULL,
+  candidate_id varchar(36) NOT NULL,
+  last_heartbeat_at datetime NOT NULL,
+  expires_at datetime NOT NULL,
+  CONSTRAINT ${candidatePk} PRIMARY KEY (ns, candidate_id)
+)`,
+      sql`CREATE INDEX IF NOT EXISTS ${index} ON ${candidate} (ns, expires_at)`,
+      sql`CREATE TABLE IF NOT EXISTS ${leader} (
+  ns varchar(255) NOT NULL,
+  leader_id varchar(36) NULL,
+  lease_expires_at datetime NULL,
+  updated_at datetime NOT NULL,
+  term bigint NOT NULL DEFAULT 0,
+  CONSTRAINT ${leaderPk} PRIMARY KEY (ns),
+  CONSTRAINT ${termCheck} CHECK (term >= 0)
+)`,
+    ];
+  },
+
+  identityColumnTypes: { metadata: 'text NULL', priority: 'integer NOT NULL DEFAULT 0', eligible: 'boolean NOT NULL DEFAULT 1' },
+
+  /** SQLite's ALTER TABLE adds or drops one column per statement (inside the caller's transaction). */
+  alterOneColumnAtATime: true,
+
+  historyStatements(names: TableNames): SqlFragment[] {
+    const history = names.table(HISTORY_TABLE);
+    const historyPk = raw(objectName('PK', names.tableName(HISTORY_TABLE)));
+    const index = raw(historyIndexName(names));
+    return [
+      sql`CREATE TABLE IF NOT EXISTS ${history} (
+  ns varchar(255) NOT NULL,
+  term bigint NOT NULL,
+  leader_id varchar(36) NOT NULL,
+  acquired_at datetime NOT NULL,
+  ended_at datetime NULL,
+  end_reason varchar(16) NULL,
+  CONSTRAINT ${historyPk} PRIMARY KEY (ns, term)
+)`,
+      sql`CREATE INDEX IF NOT EXISTS ${index} ON ${history} (ended_at)`,
+    ];
+  },
+
+  candidateColumns(context: DbContext): SqlFragment {
+    return sql`SELECT name FROM pragma_table_info(${context.tableName(CANDIDATE_TABLE)})`;
+  },
+
+  async relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+    const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE].map((name) => context.tableName(name));
+    const rows = await execute(
+      context,
+      manager,
+      sql`SELECT COUNT(*) AS n FROM sqlite_master WHERE (type = 'table' AND name IN (${names[0]}, ${names[1]}, ${names[2]}))
+  OR (type = 'index' AND name IN (${candidateIndexName(context)}, ${historyIndexName(context)}))`,
+    );
+    return Number(rows[0]?.n) === names.length + 2;
+  },
+
+  /** Transactional DDL: every step or none; SQLite's write lock serializes installers by itself. */
+  install(dataSource, context) {
+    return installInOneTransaction(dataSource, context, async () => undefined);
+  },
+};

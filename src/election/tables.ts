@@ -1,0 +1,50 @@
+import { createHash } from 'crypto';
+import type { DbContext } from '../db/context';
+
+/*
+ * The names of the election's tables, indexes and step-2 columns: a leaf module (it imports no
+ * module of the library that imports `databases/parts.ts`), so the contracts of the database
+ * folders and the folders themselves can name them without an import circle. `schema.ts`
+ * re-exports all of it.
+ */
+
+export const CANDIDATE_TABLE = 'gemstone_election_candidate';
+export const LEADER_TABLE = 'gemstone_election_leader';
+export const HISTORY_TABLE = 'gemstone_election_history';
+export const CANDIDATE_INDEX = 'IDX_gemstone_election_candidate_ns_expires_at';
+export const HISTORY_INDEX = 'IDX_gemstone_election_history_ended_at';
+
+/** PostgreSQL truncates identifiers beyond 63 bytes (MySQL refuses beyond 64). */
+const MAX_IDENTIFIER_LENGTH = 63;
+
+/**
+ * A constraint or index name derived from the real table name, so two `entityPrefix`es (or
+ * naming strategies) in one schema never collide. Without a prefix it is the historical name.
+ * Beyond 63 bytes the table part is shortened and a hash of the full name keeps it unique.
+ */
+export function objectName(kind: 'PK' | 'CHK' | 'IDX', table: string, suffix = ''): string {
+  const full = `${kind}_${table}${suffix}`;
+  if (Buffer.byteLength(full) <= MAX_IDENTIFIER_LENGTH) return full;
+  const hash = createHash('sha256').update(full).digest('hex').slice(0, 10);
+  let head = `${kind}_${table}`;
+  while (Buffer.byteLength(`${head}_${hash}`) > MAX_IDENTIFIER_LENGTH) head = head.slice(0, -1);
+  return `${head}_${hash}`;
+}
+
+/** The names the DDL needs: the library's table names as this DataSource resolves them. */
+export type TableNames = Pick<DbContext, 'table' | 'tableName'>;
+
+/** The candidate index's name on a DataSource. */
+export function candidateIndexName(names: Pick<DbContext, 'tableName'>): string {
+  return objectName('IDX', names.tableName(CANDIDATE_TABLE), '_ns_expires_at');
+}
+
+/** The history index's name on a DataSource. */
+export function historyIndexName(names: Pick<DbContext, 'tableName'>): string {
+  return objectName('IDX', names.tableName(HISTORY_TABLE), '_ended_at');
+}
+
+/** The candidate columns step 2 adds, in the order it adds them (appended after `expires_at`). */
+export const IDENTITY_COLUMNS = ['metadata', 'priority', 'eligible'] as const;
+/** One of {@link IDENTITY_COLUMNS}. */
+export type IdentityColumn = (typeof IDENTITY_COLUMNS)[number];
