@@ -1,7 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { contextOf } from '../src/db/context';
 import { render, SqlFragment } from '../src/db/sql';
-import { dropStatements, mysqlFlavor, schemaStatements } from '../src/election/schema';
+import { dropStatements, schemaStatements } from '../src/election/schema';
+import { partsOf } from '../src/databases/parts';
 
 async function run(queryRunner: QueryRunner, statements: SqlFragment[]): Promise<void> {
   const { dialect } = contextOf(queryRunner.connection);
@@ -21,7 +22,7 @@ export class GemstoneElectionTables1763683200000 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const context = contextOf(queryRunner.connection);
-    const flavor = context.dialect.name === 'mysql' ? await mysqlFlavor(queryRunner) : undefined;
+    const flavor = await partsOf(context).schema.flavorOf(queryRunner);
     await run(queryRunner, schemaStatements(context.dialect.name, context, flavor));
   }
 

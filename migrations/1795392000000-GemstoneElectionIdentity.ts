@@ -6,9 +6,9 @@ import {
   identityColumnsMissing,
   identityColumnsPresent,
   identityDropStatements,
-  identityStatements,
-  mysqlFlavor,
+  identityStatementsOf,
 } from '../src/election/schema';
+import { partsOf } from '../src/databases/parts';
 
 async function run(queryRunner: QueryRunner, statements: SqlFragment[]): Promise<void> {
   const { dialect } = contextOf(queryRunner.connection);
@@ -34,21 +34,12 @@ export class GemstoneElectionIdentity1795392000000 implements MigrationInterface
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const context = contextOf(queryRunner.connection);
-    const { name } = context.dialect;
-    const flavor = name === 'mysql' ? await mysqlFlavor(queryRunner) : undefined;
+    const { schema } = partsOf(context);
+    const flavor = await schema.flavorOf(queryRunner);
     const missing = await identityColumnsMissing(context, queryRunner);
-    if (name !== 'postgres' || missing.length === 0) {
-      await run(queryRunner, identityStatements(name, context, missing, flavor));
-      return;
-    }
-    const [saved] = (await queryRunner.query("SELECT current_setting('lock_timeout') AS t")) as Array<{ t: string }>;
-    await queryRunner.query("SELECT set_config('lock_timeout', $1, false)", [`${DDL_LOCK_TIMEOUT_MS}ms`]);
-    try {
-      await run(queryRunner, identityStatements(name, context, missing, flavor));
-    } finally {
-      // After a failed ALTER the transaction is aborted and refuses this; its rollback restores the setting.
-      await queryRunner.query("SELECT set_config('lock_timeout', $1, false)", [saved?.t ?? '0']).catch(() => undefined);
-    }
+    const statements = identityStatementsOf(schema, context, missing, flavor);
+    if (missing.length === 0) await run(queryRunner, statements);
+    else await schema.withDdlLockTimeout(queryRunner, DDL_LOCK_TIMEOUT_MS, () => run(queryRunner, statements));
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -37,7 +37,7 @@ function importsOf(file: string): string[] {
   });
 }
 
-const FILES = new Set(sources(SRC).filter((file) => !file.includes(`${join('src', 'dashboard', 'client')}`)));
+const FILES = new Set([...sources(SRC), ...sources(join(ROOT, 'migrations')), ...sources(join(ROOT, 'entities'))].filter((file) => !file.includes(`${join('src', 'dashboard', 'client')}`)));
 const GRAPH = new Map([...FILES].map((file) => [file, importsOf(file)]));
 const inside = (file: string, folder: string) => file.startsWith(`${folder}/`);
 const name = (file: string) => relative(ROOT, file);
@@ -81,8 +81,8 @@ describe('layout', () => {
     expect(offenders).toEqual([]);
   });
 
-  it('names no database outside src/databases/', () => {
-    const named = /'(postgres|mysql|mariadb|sqlite|sqlite3|better-sqlite3)'|\b(d|dialect)\.name\b|options\.type\s*[!=]==?/;
+  it('names no database outside src/databases/ (src/, migrations/, entities/)', () => {
+    const named = /'(postgres|mysql|mariadb|sqlite|sqlite3|better-sqlite3)'|\b(d|dialect)\.name\s*[!=]==?|switch \((\w+\.)*(d|dialect)\.name\)|options\.type\s*[!=]==?/;
     const offenders = [...FILES]
       .filter((file) => !inside(file, DATABASES))
       .flatMap((file) =>

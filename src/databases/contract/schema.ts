@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import type { SqlFragment } from '../../db/sql';
 import type { IdentityColumn, TableNames } from '../../election/tables';
@@ -36,6 +36,13 @@ export interface SchemaParts {
   candidateColumns(context: DbContext): SqlFragment;
   /** Whether every table and index of every step exists (the columns are checked apart). */
   relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean>;
+  /** The server's flavour where the DDL depends on it (MySQL/MariaDB: the collation), else undefined. */
+  flavorOf(session: Pick<EntityManager, 'query'>): Promise<MysqlFlavor | undefined>;
+  /**
+   * Runs a migration's ALTERs with lock waits bounded by `timeoutMs` where the database can bound
+   * them for a session (PostgreSQL's `lock_timeout`, restored afterwards); elsewhere just runs them.
+   */
+  withDdlLockTimeout<T>(runner: QueryRunner, timeoutMs: number, work: () => Promise<T>): Promise<T>;
   /** Runs the steps that are missing (called when something is), safe against concurrent installers. */
   install(dataSource: DataSource, context: DbContext): Promise<void>;
 }

@@ -100,6 +100,8 @@ export const mysqlSchema: SchemaParts = {
     return Number(rows[0]?.n) === names.length && (await mysqlIndexPresent(context, manager));
   },
 
+  flavorOf: (session) => mysqlFlavor(session),
+  withDdlLockTimeout: (_runner, _timeoutMs, work) => work(),
   install: installMysql,
 };
 

@@ -85,6 +85,18 @@ export const postgresSchema: SchemaParts = {
    * Transactional DDL: every step or none. The transaction-scoped advisory lock is released at
    * commit, so it is safe behind PgBouncer; the ALTER's lock wait is bounded by `lock_timeout`.
    */
+  flavorOf: async () => undefined,
+  /** The session's `lock_timeout` for the work, restored after it (see the identity migration). */
+  async withDdlLockTimeout(runner, timeoutMs, work) {
+    const [saved] = (await runner.query("SELECT current_setting('lock_timeout') AS t")) as Array<{ t: string }>;
+    await runner.query("SELECT set_config('lock_timeout', $1, false)", [`${timeoutMs}ms`]);
+    try {
+      return await work();
+    } finally {
+      // After a failed ALTER the transaction is aborted and refuses this; its rollback restores the setting.
+      await runner.query("SELECT set_config('lock_timeout', $1, false)", [saved?.t ?? '0']).catch(() => undefined);
+    }
+  },
   install(dataSource, context) {
     return installInOneTransaction(dataSource, context, async (manager) => {
       await execute(context, manager, sql`SELECT pg_advisory_xact_lock(${PG_INSTALL_LOCK_KEY})`);

@@ -76,6 +76,8 @@ export const sqliteSchema: SchemaParts = {
   },
 
   /** Transactional DDL: every step or none; SQLite's write lock serializes installers by itself. */
+  flavorOf: async () => undefined,
+  withDdlLockTimeout: (_runner, _timeoutMs, work) => work(),
   install(dataSource, context) {
     return installInOneTransaction(dataSource, context, async () => undefined);
   },
