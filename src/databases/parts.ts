@@ -1,4 +1,5 @@
 import type { DbContext } from '../db/context';
+import type { GroupParts } from './contract/group';
 import type { Dialect } from './dialect';
 
 /**
@@ -10,6 +11,8 @@ import type { Dialect } from './dialect';
 export interface DatabaseParts {
   /** Placeholder until the first concern lands; each concern adds its member here. */
   readonly name: Dialect['name'];
+  /** A `LeaderElectorGroup`'s tick and vacate statements, and the flags the group store asks (see `contract/group.ts`). */
+  readonly group: GroupParts;
 }
 
 const registered = new Map<Dialect, DatabaseParts>();
