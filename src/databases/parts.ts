@@ -5,6 +5,7 @@ import type { DemoLedgerParts } from './contract/demo-ledger';
 import type { PruneParts } from './contract/prune';
 import type { SchemaParts } from './contract/schema';
 import type { SetupParts } from './contract/setup';
+import type { GroupParts } from './contract/group';
 
 /**
  * What each database does differently above plain SQL — its elect, group tick, schema, pruning,
@@ -25,6 +26,8 @@ export interface DatabaseParts {
   readonly prune: PruneParts;
   /** The demo ledger's tables and inserts (`gemstone-utils demo`). */
   readonly demoLedger: DemoLedgerParts;
+  /** A `LeaderElectorGroup`'s tick and vacate statements, and the flags the group store asks (see `contract/group.ts`). */
+  readonly group: GroupParts;
 }
 
 const registered = new Map<Dialect, DatabaseParts>();

@@ -2,6 +2,7 @@ import { registerDialect } from '../registry';
 import { registerParts } from '../parts';
 import { mysqlDemoLedger } from './demo-ledger';
 import { mysqlDdl } from './ddl';
+import { mysqlGroup } from './group';
 import { mysqlDialect } from './dialect';
 import { mysqlPrune } from './prune';
 import { mysqlSchema } from './schema';
@@ -15,4 +16,5 @@ registerParts(mysqlDialect, {
   schema: mysqlSchema,
   prune: mysqlPrune,
   demoLedger: mysqlDemoLedger,
+  group: mysqlGroup,
 });

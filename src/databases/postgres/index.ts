@@ -2,6 +2,7 @@ import { registerDialect } from '../registry';
 import { registerParts } from '../parts';
 import { postgresDemoLedger } from './demo-ledger';
 import { postgresDdl } from './ddl';
+import { postgresGroup } from './group';
 import { postgresDialect } from './dialect';
 import { postgresPrune } from './prune';
 import { postgresSchema } from './schema';
@@ -15,4 +16,5 @@ registerParts(postgresDialect, {
   schema: postgresSchema,
   prune: postgresPrune,
   demoLedger: postgresDemoLedger,
+  group: postgresGroup,
 });

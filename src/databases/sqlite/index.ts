@@ -2,6 +2,7 @@ import { registerDialect } from '../registry';
 import { registerParts } from '../parts';
 import { sqliteDemoLedger } from './demo-ledger';
 import { sqliteDdl } from './ddl';
+import { sqliteGroup } from './group';
 import { sqliteDialect } from './dialect';
 import { sqlitePrune } from './prune';
 import { sqliteSchema } from './schema';
@@ -15,4 +16,5 @@ registerParts(sqliteDialect, {
   schema: sqliteSchema,
   prune: sqlitePrune,
   demoLedger: sqliteDemoLedger,
+  group: sqliteGroup,
 });

@@ -1,0 +1,87 @@
+import type { HistoryEndReason } from '../../entities/ElectionHistory';
+
+/*
+ * What a group tick takes and answers, and the two rules every database's tick applies (the lock
+ * order of namespaces, the fair share). A leaf: the group-tick contract
+ * (`src/databases/contract/group.ts`) and the database folders import it without importing the
+ * group store, which asks the folders (through `parts.ts`) for their statements.
+ */
+
+/** Why a lease was given up (the `end_reason` of its term); the same type as `observe/history`'s. */
+export type VacateReason = Exclude<HistoryEndReason, 'expired'>;
+
+/** What a tick campaigns with. `namespaces`: distinct, sorted by {@link compareNs}. */
+export interface GroupElectInput {
+  readonly namespaces: readonly string[];
+  readonly candidateId: string;
+  readonly expireSeconds: number;
+  readonly priority: number;
+  readonly eligible: boolean;
+  /** Sent when registering (and after a candidate row went missing); undefined: keep what is stored. */
+  readonly metadataJson: string | undefined;
+  /** Acquire no more than this candidate's fair share (see {@link fairShare}). */
+  readonly balance: boolean;
+  /**
+   * Leases given up (hand-over, resignation), vacated by the same transaction instead of being
+   * renewed, each term closed with its reason; not among `namespaces`. PostgreSQL and MySQL only
+   * (see {@link GroupStore.foldsVacates}).
+   */
+  readonly release?: ReadonlyMap<string, VacateReason>;
+  /**
+   * How long the tick waits for a lock on the leader row of a lease this candidate holds, live
+   * (PostgreSQL and MySQL/MariaDB, in milliseconds; MySQL/MariaDB count lock waits in whole
+   * seconds, at least one). Its own fenced transactions (`assertLeader`) lock those rows for a
+   * moment, and such a row must still be renewed: the tick locks them first, in namespace order,
+   * and waits, as an elector's renewal does; a lock held longer (a rival's transaction) makes the
+   * tick run again at once without waiting for any row (see {@link GroupStore.elect}).
+   * Undefined: never wait (such a row is left for the next tick).
+   */
+  readonly lockWaitMs?: number;
+}
+
+/** What the tick found for one namespace. */
+export interface GroupNsOutcome {
+  readonly ns: string;
+  /** The leader after the tick; null when nobody holds an unexpired lease (or unknown). */
+  readonly leaderId: string | null;
+  /** The leader row's term; null when unknown (a racing first insert of the row won). */
+  readonly term: number | null;
+  readonly isLeader: boolean;
+  /** The caller took a lease it did not hold (the term went up). */
+  readonly acquired: boolean;
+  /** The caller renewed a lease it should give up: not eligible, or outranked by a live eligible candidate. */
+  readonly handOver: boolean;
+}
+
+export interface GroupElectOutcome {
+  readonly outcomes: readonly GroupNsOutcome[];
+  /**
+   * The live eligible candidates of the group's namespaces at the highest priority among them
+   * (this caller included when it is one), sorted: who the namespaces are balanced between.
+   */
+  readonly members: readonly string[];
+  /** How many of the namespaces had no candidate row of the caller before the tick. */
+  readonly unregistered: number;
+  readonly databaseNow: Date;
+  /** The leases of `release` vacated (held by the caller, lapsed ones too), with their terms. */
+  readonly released?: ReadonlyArray<{ readonly ns: string; readonly term: number }>;
+  /** The leases of `release` still held by the caller but locked by another transaction: not vacated, to retry. */
+  readonly releaseSkipped?: readonly string[];
+}
+
+/** Namespace order of the lock: code points, as the binary collations of the tables sort. */
+export function compareNs(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/**
+ * How many of `n` namespaces `me` should lead among `members`: ⌊n/k⌋, plus one for the first
+ * `n mod k` members in id order; 0 when `me` is not a member.
+ */
+export function fairShare(n: number, members: readonly string[], me: string): number {
+  const sorted = [...members].sort();
+  const rank = sorted.indexOf(me);
+  if (rank < 0) return 0;
+  const k = sorted.length;
+  return Math.floor(n / k) + (rank < n % k ? 1 : 0);
+}
