@@ -124,23 +124,40 @@ export function renderMarkdown(report: BenchReport): string {
         '(an explicit BEGIN / START TRANSACTION, or any other statement but a setting sent outside any transaction: autocommit); statements inside it, settings (SET, SHOW, PRAGMA) and a BEGIN that failed are not counted. ' +
         `Statements sent are given in parentheses. Elector ticks: ${sizes?.electors} LeaderElectors, intervalMs ${sizes?.intervalMs}, over ${sizes?.windowMs} ms; a tick runs from one candidate-row touch to the next, ` +
         'and transactions per tick is the most transactions started within any whole tick. ' +
-        `Server cross-check over ${sizes?.elects} renewals on the library's connection: PostgreSQL \`pg_stat_database\` xact_commit + xact_rollback; MariaDB session Com_commit + Com_rollback (explicit transactions only); SQLite has no counter.`,
+        'Each transaction counted ended committed or rolled back (a ROLLBACK, or a failed COMMIT or autocommit statement): the window column gives both, and a call\'s rolled-back transactions are named after its count. ' +
+        `Server cross-checks: over ${sizes?.elects} renewals on the library's connection, PostgreSQL \`pg_stat_database\` xact_commit + xact_rollback and MariaDB session Com_commit + Com_rollback (explicit transactions only); ` +
+        'over the elector windows, MariaDB only: each elector\'s own session Com_commit + Com_rollback, summed, per tick (PostgreSQL counts per database, not per connection, and publishes another connection\'s counts up to a second late: no exact reading while the electors run; SQLite keeps no counter).',
     );
     out.push(
       table(
-        ['database', 'renew: transactions (statements)', 'follower: transactions (statements)', 'takeover: transactions (statements)', 'elector ticks (leader + followers)', 'transactions per tick (max)', 'server count per renewal (server / logger)'],
+        [
+          'database',
+          'renew: transactions (statements)',
+          'follower: transactions (statements)',
+          'takeover: transactions (statements)',
+          'elector ticks (leader + followers)',
+          'elector window: transactions = committed + rolled back',
+          'transactions per tick (max)',
+          'server count per renewal (server / logger)',
+          'server count per tick, elector windows (server / logger, ticks)',
+        ],
         load.map(([kind, r]) => {
           const l = r.load!;
-          const pc = (p: { statements: number; transactions: number }) => `${p.transactions.toFixed(2)} (${p.statements.toFixed(1)})`;
+          const pc = (p: { statements: number; transactions: number; rolledBack?: number }) =>
+            `${p.transactions.toFixed(2)} (${p.statements.toFixed(1)})${p.rolledBack ? `, ${p.rolledBack.toFixed(2)} rolled back` : ''}`;
           const server = l.serverCount;
+          const window = l.serverPerTick;
+          const sum = (f: (e: (typeof l.electors)[number]) => number | undefined) => l.electors.reduce((n, e) => n + (f(e) ?? 0), 0);
           return [
             LABEL[kind],
             pc(l.elect.renew),
             pc(l.elect.follower),
             pc(l.elect.takeover),
             l.electors.map((e) => `${e.ticks}${e.leader ? ' (L)' : ''}`).join(' + '),
+            `${sum((e) => e.transactions)} = ${sum((e) => e.committed)} + ${sum((e) => e.rolledBack)}${sum((e) => e.open) ? ` + ${sum((e) => e.open)} open at the end` : ''}`,
             `**${l.maxTransactionsPerTick.toFixed(2)}**`,
             server ? `${server.perElect.toFixed(2)} (${server.transactions} / ${server.logged})` : '–',
+            window ? `${window.perTick.toFixed(2)} (${window.transactions} / ${window.logged}, ${window.ticks})` : '–',
           ];
         }),
       ),
