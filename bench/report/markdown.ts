@@ -200,47 +200,46 @@ export function renderMarkdown(report: BenchReport): string {
         (sizes.large ? ` (from ${n(sizes.large.from)} namespaces: lease ${sizes.large.expireSeconds} s, tick ${sizes.large.intervalMs} ms)` : ''),
     );
     if (group.some(([, r]) => r.group!.points.length)) {
-    out.push(
-      
-  `Per N, process 0 starts alone and acquires all N leases, then the others join; ${sizes.measureTicks} ticks of process 0 measured ` +
-        "(the `'tick'` event's duration, ms: the leader renews N leases in its tick, a follower observes N held ones). " +
-        'Transactions per tick per process counted by a TypeORM logger in each worker between two ticks, over every whole tick of every process ' +
-        '(the background pruning of expired rows, at most once a minute and never inside a tick, counted apart). ' +
-        'Crash: process 0 SIGKILLed; from the kill to the last re-acquisition of its leases by the survivors, database clock (history table); ' +
-        "limit: that size's own lease + 2 of its ticks. A case fails when process 0 loses any lease before the kill (a measured tick holding fewer than all N, " +
-        "a lease it ended or another process took, fewer than all N live at the kill). " +
-        `Chart: \`group-tick-vs-namespaces.svg\`.`,
-    );
-    const rows: string[][] = [];
-    for (const [kind, r] of group) {
-      for (const p of r.group!.points) {
-        rows.push([
-          LABEL[kind],
-          n(p.namespaces),
-          `${ms(p.leader.p50)} / ${ms(p.leader.p99)}`,
-          `${ms(p.follower.p50)} / ${ms(p.follower.p99)}`,
-          p.transactionsPerTick.min === p.transactionsPerTick.max ? `**${p.transactionsPerTick.max}**` : `**${p.transactionsPerTick.min}–${p.transactionsPerTick.max}**`,
-          n(p.transactionsPerTick.ticks),
-          `${n(p.reacquired)} / ${n(p.killedLeases)}`,
-          `**${p.reacquireMs === null ? '–' : n(p.reacquireMs)}**`,
-          n(p.reacquireLimitMs),
-          p.survivorLeases.map(n).join(' / '),
-          p.failures.length ? '**FAILED**' : 'ok',
-        ]);
+      out.push(
+        `Per N, process 0 starts alone and acquires all N leases, then the others join; ${sizes.measureTicks} ticks of process 0 measured ` +
+          "(the `'tick'` event's duration, ms: the leader renews N leases in its tick, a follower observes N held ones). " +
+          'Transactions per tick per process counted by a TypeORM logger in each worker between two ticks, over every whole tick of every process ' +
+          '(the background pruning of expired rows, at most once a minute and never inside a tick, counted apart). ' +
+          'Crash: process 0 SIGKILLed; from the kill to the last re-acquisition of its leases by the survivors, database clock (history table); ' +
+          "limit: that size's own lease + 2 of its ticks. A case fails when process 0 loses any lease before the kill (a measured tick holding fewer than all N, " +
+          "a lease it ended or another process took, fewer than all N live at the kill). " +
+          `Chart: \`group-tick-vs-namespaces.svg\`.`,
+      );
+      const rows: string[][] = [];
+      for (const [kind, r] of group) {
+        for (const p of r.group!.points) {
+          rows.push([
+            LABEL[kind],
+            n(p.namespaces),
+            `${ms(p.leader.p50)} / ${ms(p.leader.p99)}`,
+            `${ms(p.follower.p50)} / ${ms(p.follower.p99)}`,
+            p.transactionsPerTick.min === p.transactionsPerTick.max ? `**${p.transactionsPerTick.max}**` : `**${p.transactionsPerTick.min}–${p.transactionsPerTick.max}**`,
+            n(p.transactionsPerTick.ticks),
+            `${n(p.reacquired)} / ${n(p.killedLeases)}`,
+            `**${p.reacquireMs === null ? '–' : n(p.reacquireMs)}**`,
+            n(p.reacquireLimitMs),
+            p.survivorLeases.map(n).join(' / '),
+            p.failures.length ? '**FAILED**' : 'ok',
+          ]);
+        }
       }
-    }
-    out.push(
-      table(
-        ['database', 'namespaces', 'leader tick p50 / p99', 'follower tick p50 / p99', 'txns per tick', 'ticks counted', 'crash: re-acquired', 'crash: last re-acquired (ms)', 'crash limit (ms)', 'survivors hold', 'case'],
-        rows,
-      ),
-    );
-    const ratios = group.map(([kind, r]) => `${LABEL[kind]} ${x(r.group!.p50Ratio)}`).join(', ');
-    // The limit each size was judged against: its own lease + 2 of its own ticks.
-    const limits = [...new Map(group.flatMap(([, r]) => r.group!.points).map((p) => [p.namespaces, p] as const)).values()]
-      .sort((a, b) => a.namespaces - b.namespaces)
-      .map((p) => `${n(p.namespaces)} namespaces ${n(p.reacquireLimitMs)} ms (lease ${p.expireSeconds} s + 2 × ${n(p.intervalMs)} ms)`);
-    out.push(`Leader tick p50 at 1,000 ÷ at 1 namespace: ${ratios}. Crash limit (lease + 2 ticks), per size: ${limits.join('; ')}.`);
+      out.push(
+        table(
+          ['database', 'namespaces', 'leader tick p50 / p99', 'follower tick p50 / p99', 'txns per tick', 'ticks counted', 'crash: re-acquired', 'crash: last re-acquired (ms)', 'crash limit (ms)', 'survivors hold', 'case'],
+          rows,
+        ),
+      );
+      const ratios = group.map(([kind, r]) => `${LABEL[kind]} ${x(r.group!.p50Ratio)}`).join(', ');
+      // The limit each size was judged against: its own lease + 2 of its own ticks.
+      const limits = [...new Map(group.flatMap(([, r]) => r.group!.points).map((p) => [p.namespaces, p] as const)).values()]
+        .sort((a, b) => a.namespaces - b.namespaces)
+        .map((p) => `${n(p.namespaces)} namespaces ${n(p.reacquireLimitMs)} ms (lease ${p.expireSeconds} s + 2 × ${n(p.intervalMs)} ms)`);
+      out.push(`Leader tick p50 at 1,000 ÷ at 1 namespace: ${ratios}. Crash limit (lease + 2 ticks), per size: ${limits.join('; ')}.`);
       const failed = group.flatMap(([kind, r]) => r.group!.points.flatMap((p) => p.failures.map((failure) => `- ${LABEL[kind]}, ${n(p.namespaces)} namespaces: ${failure}`)));
       if (failed.length) out.push(`Failed cases (leases lost before the kill; also listed under correctness failures):\n\n${failed.join('\n')}`);
     }
