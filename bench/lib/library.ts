@@ -21,6 +21,8 @@ export function candidateIds(count: number): string[] {
 const BEGIN = /^\s*(START\s+TRANSACTION|BEGIN)\b/i;
 /** The end of a transaction (`ROLLBACK TO <savepoint>` is not one). */
 const END = /^\s*(COMMIT|END|ROLLBACK(?!\s+TO\b))\b/i;
+/** A transaction's end that rolls it back. */
+const ROLLBACK = /^\s*ROLLBACK\b/i;
 /** Settings: they read or write no data and open no transaction. */
 const SETTING = /^\s*(SET|SHOW|PRAGMA)\b/i;
 
@@ -47,7 +49,16 @@ const SETTING = /^\s*(SET|SHOW|PRAGMA)\b/i;
  * published at most once a second) or per session without telling autocommit statements apart
  * (MariaDB's `Handler_commit` also counts every statement inside an explicit transaction:
  * 4 for a 3-statement one), and SQLite has none — none can say which tick a transaction belonged
- * to. They are the cross-check per renewal in `suites/load.ts` instead.
+ * to. They are the cross-checks in `suites/load.ts` instead (per renewal; MariaDB also per
+ * elector over its window, by `explicitEnds`).
+ *
+ * How each transaction ended is counted too: `committed` (a `COMMIT` that did not fail, or an
+ * autocommit statement that did not fail) and `rolledBack` (a `ROLLBACK`, a failed `COMMIT`, a
+ * failed autocommit statement) — of the transactions counted since the last `reset()`, so that
+ * `transactions = committed + rolledBack + openCounted` (a transaction open when read has not
+ * ended yet). A failure is known from `logQueryError`, which TypeORM and the library
+ * call after the statement, so `committed` counts a `COMMIT` when it is sent and takes it back if
+ * it fails.
  */
 export class CountingLogger implements Logger {
   statements = 0;
@@ -62,7 +73,22 @@ export class CountingLogger implements Logger {
    * divided by touches would be off by one there).
    */
   maxTransactionsPerTick = 0;
+  /** Transactions that ended committed (see the class comment). */
+  committed = 0;
+  /** Transactions that ended rolled back (see the class comment). */
+  rolledBack = 0;
+  /**
+   * Explicit transactions ended (`COMMIT` or `ROLLBACK` statements sent while one was open) since
+   * the logger was made — never reset: what MariaDB's session `Com_commit + Com_rollback` counts.
+   */
+  explicitEnds = 0;
+  /** Candidate-row touches (ticks) since the logger was made — never reset. */
+  touchesTotal = 0;
   #open = false;
+  /** The open transaction started since the last reset (is among `transactions`). */
+  #openCounted = false;
+  /** The last END sent committed an open transaction (taken back if it fails). */
+  #commitSent = false;
   #sinceTouch = 0;
   #sawTouch = false;
 
@@ -70,25 +96,48 @@ export class CountingLogger implements Logger {
     this.statements++;
     if (BEGIN.test(query)) {
       this.#open = true;
+      this.#openCounted = true;
       this.#started();
     } else if (END.test(query)) {
+      if (this.#open) this.explicitEnds++;
+      // How it ended counts only for a transaction counted since the last reset.
+      const counted = this.#open && this.#openCounted;
+      if (counted && ROLLBACK.test(query)) this.rolledBack++;
+      else if (counted) this.committed++;
+      this.#commitSent = counted && !ROLLBACK.test(query);
       this.#open = false;
-    } else if (!SETTING.test(query) && !this.#open && !queryRunner?.isTransactionActive) {
+    } else if (this.#autocommit(query, queryRunner)) {
       this.#started();
+      this.committed++;
     }
     if (/INSERT INTO [`"]?gemstone_election_candidate/i.test(query)) {
       this.candidateTouches++;
+      this.touchesTotal++;
       if (this.#sawTouch) this.maxTransactionsPerTick = Math.max(this.maxTransactionsPerTick, this.#sinceTouch);
       this.#sawTouch = true;
       this.#sinceTouch = 0;
     }
   }
-  logQueryError(_error: string | Error, query?: string): void {
-    if (query === undefined || !BEGIN.test(query) || !this.#open) return;
-    this.#open = false;
-    this.transactions--;
-    this.#sinceTouch--;
-    this.failedBegins++;
+  logQueryError(_error: string | Error, query?: string, _parameters?: unknown[], queryRunner?: QueryRunner): void {
+    if (query === undefined) return;
+    if (BEGIN.test(query)) {
+      if (!this.#open) return;
+      this.#open = false;
+      this.#openCounted = false;
+      this.transactions--;
+      this.#sinceTouch--;
+      this.failedBegins++;
+    } else if (END.test(query)) {
+      // A COMMIT that failed rolled its transaction back (counted as committed when sent).
+      if (this.#commitSent) {
+        this.#commitSent = false;
+        this.committed--;
+        this.rolledBack++;
+      }
+    } else if (this.#autocommit(query, queryRunner)) {
+      this.committed--;
+      this.rolledBack++;
+    }
   }
   logQuerySlow(): void {}
   logSchemaBuild(): void {}
@@ -101,8 +150,22 @@ export class CountingLogger implements Logger {
     this.failedBegins = 0;
     this.candidateTouches = 0;
     this.maxTransactionsPerTick = 0;
+    this.committed = 0;
+    this.rolledBack = 0;
     this.#sinceTouch = 0;
     this.#sawTouch = false;
+    this.#openCounted = false;
+    this.#commitSent = false;
+  }
+
+  /** 1 if a transaction counted since the last reset is still open (it has not ended yet), else 0. */
+  get openCounted(): number {
+    return this.#open && this.#openCounted ? 1 : 0;
+  }
+
+  /** A statement that is a transaction of its own: no transaction open, not a setting. */
+  #autocommit(query: string, queryRunner?: QueryRunner): boolean {
+    return !SETTING.test(query) && !BEGIN.test(query) && !END.test(query) && !this.#open && !queryRunner?.isTransactionActive;
   }
 
   #started(): void {

@@ -124,23 +124,40 @@ export function renderMarkdown(report: BenchReport): string {
         '(an explicit BEGIN / START TRANSACTION, or any other statement but a setting sent outside any transaction: autocommit); statements inside it, settings (SET, SHOW, PRAGMA) and a BEGIN that failed are not counted. ' +
         `Statements sent are given in parentheses. Elector ticks: ${sizes?.electors} LeaderElectors, intervalMs ${sizes?.intervalMs}, over ${sizes?.windowMs} ms; a tick runs from one candidate-row touch to the next, ` +
         'and transactions per tick is the most transactions started within any whole tick. ' +
-        `Server cross-check over ${sizes?.elects} renewals on the library's connection: PostgreSQL \`pg_stat_database\` xact_commit + xact_rollback; MariaDB session Com_commit + Com_rollback (explicit transactions only); SQLite has no counter.`,
+        'Each transaction counted ended committed or rolled back (a ROLLBACK, or a failed COMMIT or autocommit statement): the window column gives both, and a call\'s rolled-back transactions are named after its count. ' +
+        `Server cross-checks: over ${sizes?.elects} renewals on the library's connection, PostgreSQL \`pg_stat_database\` xact_commit + xact_rollback and MariaDB session Com_commit + Com_rollback (explicit transactions only); ` +
+        'over the elector windows, MariaDB only: each elector\'s own session Com_commit + Com_rollback, summed, per tick (PostgreSQL counts per database, not per connection, and publishes another connection\'s counts up to a second late: no exact reading while the electors run; SQLite keeps no counter).',
     );
     out.push(
       table(
-        ['database', 'renew: transactions (statements)', 'follower: transactions (statements)', 'takeover: transactions (statements)', 'elector ticks (leader + followers)', 'transactions per tick (max)', 'server count per renewal (server / logger)'],
+        [
+          'database',
+          'renew: transactions (statements)',
+          'follower: transactions (statements)',
+          'takeover: transactions (statements)',
+          'elector ticks (leader + followers)',
+          'elector window: transactions = committed + rolled back',
+          'transactions per tick (max)',
+          'server count per renewal (server / logger)',
+          'server count per tick, elector windows (server / logger, ticks)',
+        ],
         load.map(([kind, r]) => {
           const l = r.load!;
-          const pc = (p: { statements: number; transactions: number }) => `${p.transactions.toFixed(2)} (${p.statements.toFixed(1)})`;
+          const pc = (p: { statements: number; transactions: number; rolledBack?: number }) =>
+            `${p.transactions.toFixed(2)} (${p.statements.toFixed(1)})${p.rolledBack ? `, ${p.rolledBack.toFixed(2)} rolled back` : ''}`;
           const server = l.serverCount;
+          const window = l.serverPerTick;
+          const sum = (f: (e: (typeof l.electors)[number]) => number | undefined) => l.electors.reduce((n, e) => n + (f(e) ?? 0), 0);
           return [
             LABEL[kind],
             pc(l.elect.renew),
             pc(l.elect.follower),
             pc(l.elect.takeover),
             l.electors.map((e) => `${e.ticks}${e.leader ? ' (L)' : ''}`).join(' + '),
+            `${sum((e) => e.transactions)} = ${sum((e) => e.committed)} + ${sum((e) => e.rolledBack)}${sum((e) => e.open) ? ` + ${sum((e) => e.open)} open at the end` : ''}`,
             `**${l.maxTransactionsPerTick.toFixed(2)}**`,
             server ? `${server.perElect.toFixed(2)} (${server.transactions} / ${server.logged})` : '–',
+            window ? `${window.perTick.toFixed(2)} (${window.transactions} / ${window.logged}, ${window.ticks})` : '–',
           ];
         }),
       ),
@@ -183,47 +200,46 @@ export function renderMarkdown(report: BenchReport): string {
         (sizes.large ? ` (from ${n(sizes.large.from)} namespaces: lease ${sizes.large.expireSeconds} s, tick ${sizes.large.intervalMs} ms)` : ''),
     );
     if (group.some(([, r]) => r.group!.points.length)) {
-    out.push(
-      
-  `Per N, process 0 starts alone and acquires all N leases, then the others join; ${sizes.measureTicks} ticks of process 0 measured ` +
-        "(the `'tick'` event's duration, ms: the leader renews N leases in its tick, a follower observes N held ones). " +
-        'Transactions per tick per process counted by a TypeORM logger in each worker between two ticks, over every whole tick of every process ' +
-        '(the background pruning of expired rows, at most once a minute and never inside a tick, counted apart). ' +
-        'Crash: process 0 SIGKILLed; from the kill to the last re-acquisition of its leases by the survivors, database clock (history table); ' +
-        "limit: that size's own lease + 2 of its ticks. A case fails when process 0 loses any lease before the kill (a measured tick holding fewer than all N, " +
-        "a lease it ended or another process took, fewer than all N live at the kill). " +
-        `Chart: \`group-tick-vs-namespaces.svg\`.`,
-    );
-    const rows: string[][] = [];
-    for (const [kind, r] of group) {
-      for (const p of r.group!.points) {
-        rows.push([
-          LABEL[kind],
-          n(p.namespaces),
-          `${ms(p.leader.p50)} / ${ms(p.leader.p99)}`,
-          `${ms(p.follower.p50)} / ${ms(p.follower.p99)}`,
-          p.transactionsPerTick.min === p.transactionsPerTick.max ? `**${p.transactionsPerTick.max}**` : `**${p.transactionsPerTick.min}–${p.transactionsPerTick.max}**`,
-          n(p.transactionsPerTick.ticks),
-          `${n(p.reacquired)} / ${n(p.killedLeases)}`,
-          `**${p.reacquireMs === null ? '–' : n(p.reacquireMs)}**`,
-          n(p.reacquireLimitMs),
-          p.survivorLeases.map(n).join(' / '),
-          p.failures.length ? '**FAILED**' : 'ok',
-        ]);
+      out.push(
+        `Per N, process 0 starts alone and acquires all N leases, then the others join; ${sizes.measureTicks} ticks of process 0 measured ` +
+          "(the `'tick'` event's duration, ms: the leader renews N leases in its tick, a follower observes N held ones). " +
+          'Transactions per tick per process counted by a TypeORM logger in each worker between two ticks, over every whole tick of every process ' +
+          '(the background pruning of expired rows, at most once a minute and never inside a tick, counted apart). ' +
+          'Crash: process 0 SIGKILLed; from the kill to the last re-acquisition of its leases by the survivors, database clock (history table); ' +
+          "limit: that size's own lease + 2 of its ticks. A case fails when process 0 loses any lease before the kill (a measured tick holding fewer than all N, " +
+          "a lease it ended or another process took, fewer than all N live at the kill). " +
+          `Chart: \`group-tick-vs-namespaces.svg\`.`,
+      );
+      const rows: string[][] = [];
+      for (const [kind, r] of group) {
+        for (const p of r.group!.points) {
+          rows.push([
+            LABEL[kind],
+            n(p.namespaces),
+            `${ms(p.leader.p50)} / ${ms(p.leader.p99)}`,
+            `${ms(p.follower.p50)} / ${ms(p.follower.p99)}`,
+            p.transactionsPerTick.min === p.transactionsPerTick.max ? `**${p.transactionsPerTick.max}**` : `**${p.transactionsPerTick.min}–${p.transactionsPerTick.max}**`,
+            n(p.transactionsPerTick.ticks),
+            `${n(p.reacquired)} / ${n(p.killedLeases)}`,
+            `**${p.reacquireMs === null ? '–' : n(p.reacquireMs)}**`,
+            n(p.reacquireLimitMs),
+            p.survivorLeases.map(n).join(' / '),
+            p.failures.length ? '**FAILED**' : 'ok',
+          ]);
+        }
       }
-    }
-    out.push(
-      table(
-        ['database', 'namespaces', 'leader tick p50 / p99', 'follower tick p50 / p99', 'txns per tick', 'ticks counted', 'crash: re-acquired', 'crash: last re-acquired (ms)', 'crash limit (ms)', 'survivors hold', 'case'],
-        rows,
-      ),
-    );
-    const ratios = group.map(([kind, r]) => `${LABEL[kind]} ${x(r.group!.p50Ratio)}`).join(', ');
-    // The limit each size was judged against: its own lease + 2 of its own ticks.
-    const limits = [...new Map(group.flatMap(([, r]) => r.group!.points).map((p) => [p.namespaces, p] as const)).values()]
-      .sort((a, b) => a.namespaces - b.namespaces)
-      .map((p) => `${n(p.namespaces)} namespaces ${n(p.reacquireLimitMs)} ms (lease ${p.expireSeconds} s + 2 × ${n(p.intervalMs)} ms)`);
-    out.push(`Leader tick p50 at 1,000 ÷ at 1 namespace: ${ratios}. Crash limit (lease + 2 ticks), per size: ${limits.join('; ')}.`);
+      out.push(
+        table(
+          ['database', 'namespaces', 'leader tick p50 / p99', 'follower tick p50 / p99', 'txns per tick', 'ticks counted', 'crash: re-acquired', 'crash: last re-acquired (ms)', 'crash limit (ms)', 'survivors hold', 'case'],
+          rows,
+        ),
+      );
+      const ratios = group.map(([kind, r]) => `${LABEL[kind]} ${x(r.group!.p50Ratio)}`).join(', ');
+      // The limit each size was judged against: its own lease + 2 of its own ticks.
+      const limits = [...new Map(group.flatMap(([, r]) => r.group!.points).map((p) => [p.namespaces, p] as const)).values()]
+        .sort((a, b) => a.namespaces - b.namespaces)
+        .map((p) => `${n(p.namespaces)} namespaces ${n(p.reacquireLimitMs)} ms (lease ${p.expireSeconds} s + 2 × ${n(p.intervalMs)} ms)`);
+      out.push(`Leader tick p50 at 1,000 ÷ at 1 namespace: ${ratios}. Crash limit (lease + 2 ticks), per size: ${limits.join('; ')}.`);
       const failed = group.flatMap(([kind, r]) => r.group!.points.flatMap((p) => p.failures.map((failure) => `- ${LABEL[kind]}, ${n(p.namespaces)} namespaces: ${failure}`)));
       if (failed.length) out.push(`Failed cases (leases lost before the kill; also listed under correctness failures):\n\n${failed.join('\n')}`);
     }

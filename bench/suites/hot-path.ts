@@ -75,10 +75,10 @@ async function baselineRunner(election: ElectionService, raw: RawClient): Promis
   const ns = 'hot-baseline';
   const takeoverNs = 'hot-baseline-takeover';
   // Start with the leader holding the lease and the follower registered, set up through the
-  // library (untimed). The baseline's upserts would
-  // create the rows too: on MariaDB it is one round trip of START TRANSACTION, a plain read of the
-  // leader row, the leader upsert (INSERT … SELECT … ON DUPLICATE KEY UPDATE, only when no other
-  // candidate holds a live lease), the candidate upsert and COMMIT.
+  // library (untimed); the baseline's upserts would create the rows too. On MariaDB the baseline
+  // is one round trip of START TRANSACTION, a plain read of the leader row, the leader upsert
+  // (INSERT … SELECT … ON DUPLICATE KEY UPDATE, which selects a row only when no other candidate
+  // holds a live lease), the candidate upsert and COMMIT — no multi-table UPDATE (lib/baseline.ts).
   for (const n of [ns, takeoverNs]) {
     await election.registerCandidate(follower, { ns: n });
     await election.elect(leader, { ns: n });

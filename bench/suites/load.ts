@@ -14,9 +14,14 @@
  * - MariaDB: `Com_commit + Com_rollback` of the connection's session (`SHOW SESSION STATUS`,
  *   which moves neither): the COMMIT and ROLLBACK statements, i.e. the explicit transactions.
  *   An autocommit statement is not in it (nor in any per-session counter that does not also
- *   count each statement of an explicit transaction, as `Handler_commit` does); the logger
- *   counts those, so a difference between the two columns shows them.
+ *   count each statement of an explicit transaction, as `Handler_commit` does; `Questions`
+ *   counts statements); the logger counts those, so a difference between the two columns shows
+ *   them. The same counter is read on each elector's own connection before and after its
+ *   window, so MariaDB's transactions per tick are also the server's (`serverPerTick`).
  * - SQLite keeps no transaction counter: the logger's count only.
+ *
+ * The logger also says how each transaction ended (committed, or rolled back): the transactions
+ * per tick are transactions started, each of which committed or rolled back.
  */
 import { LeaderElector } from 'gemstone-utils';
 import type { DataSource } from 'typeorm';
@@ -36,6 +41,8 @@ export interface LoadSizes {
 export interface PerCall {
   /** Transactions started per call (see `CountingLogger`). */
   transactions: number;
+  /** Of those, rolled back per call (a failed statement or COMMIT, a ROLLBACK); the rest committed. */
+  rolledBack: number;
   /** Statements sent per call, for reference. */
   statements: number;
 }
@@ -59,12 +66,43 @@ export interface LoadResult {
   /** PostgreSQL and MariaDB: the server's count over `elects` renewals (absent on SQLite, and on PostgreSQL before 15). */
   serverCount?: ServerCount;
   /**
-   * Per LeaderElector, over the window: ticks (candidate-row touches), statements, transactions,
-   * and the most transactions started within one whole tick.
+   * Per LeaderElector, over the window: ticks (candidate-row touches), statements, transactions
+   * (how many ended committed, how many rolled back), and the most transactions started within
+   * one whole tick.
    */
-  electors: Array<{ leader: boolean; ticks: number; statements: number; transactions: number; transactionsPerTick: number }>;
+  electors: ElectorCount[];
   /** The largest transactions-per-tick of any elector. */
   maxTransactionsPerTick: number;
+  /**
+   * MariaDB: the server's count over the electors' windows, summed over the electors — each
+   * elector's own session `Com_commit + Com_rollback`, read on its own connection before and after
+   * its window — next to the logger's explicit transactions and the ticks over the same spans.
+   */
+  serverPerTick?: WindowServerCount;
+}
+
+export interface ElectorCount {
+  leader: boolean;
+  ticks: number;
+  statements: number;
+  transactions: number;
+  committed: number;
+  rolledBack: number;
+  /** 1 if the window ended inside one of its transactions (counted, not ended yet). */
+  open: number;
+  transactionsPerTick: number;
+}
+
+export interface WindowServerCount {
+  counter: string;
+  /** The server's count (COMMIT and ROLLBACK statements run). */
+  transactions: number;
+  /** The logger's explicit transactions ended over the same spans: equal to `transactions` when both count the same. */
+  logged: number;
+  /** Ticks (candidate-row touches) over the same spans. */
+  ticks: number;
+  /** `transactions / ticks`. */
+  perTick: number;
 }
 
 /** A reader of the server's transaction counter on the library's own connection, or undefined where there is none. */
@@ -112,14 +150,16 @@ async function perElect(target: BenchTarget, elects: number): Promise<{ elect: L
     const count = async (call: (i: number) => Promise<unknown>, before?: () => Promise<unknown>): Promise<PerCall> => {
       let statements = 0;
       let transactions = 0;
+      let rolledBack = 0;
       for (let i = 0; i < elects; i++) {
         if (before) await before();
         logger.reset();
         await call(i);
         statements += logger.statements;
         transactions += logger.transactions;
+        rolledBack += logger.rolledBack;
       }
-      return { transactions: transactions / elects, statements: statements / elects };
+      return { transactions: transactions / elects, rolledBack: rolledBack / elects, statements: statements / elects };
     };
     const elect = {
       renew: await count(() => election.elect(leader, { ns })),
@@ -150,7 +190,24 @@ async function perElect(target: BenchTarget, elects: number): Promise<{ elect: L
   }
 }
 
-async function perTick(target: BenchTarget, sizes: LoadSizes): Promise<LoadResult['electors']> {
+/**
+ * MariaDB: what the server counted on each elector's own connection over its window. The read
+ * (`SHOW SESSION STATUS`, which commits nothing) waits for the elector's one connection, so it
+ * runs between two of its transactions; the logger's count is taken as soon as the read returns,
+ * before the elector can have sent another COMMIT — both count the same span of statements.
+ */
+async function windowSnapshot(electors: Array<{ logger: CountingLogger; dataSource: DataSource }>, kind: BenchTarget['kind']) {
+  if (kind !== 'mariadb') return undefined;
+  return Promise.all(
+    electors.map(async ({ logger, dataSource }) => {
+      const counter = (await serverCounter(dataSource, kind))!;
+      const server = await counter.read();
+      return { counter: counter.counter, server, logged: logger.explicitEnds, ticks: logger.touchesTotal };
+    }),
+  );
+}
+
+async function perTick(target: BenchTarget, sizes: LoadSizes): Promise<{ electors: ElectorCount[]; serverPerTick?: WindowServerCount }> {
   const ns = `load-tick-${Date.now()}`;
   const electors: Array<{ elector: LeaderElector; logger: CountingLogger; dataSource: DataSource }> = [];
   const errors: string[] = [];
@@ -164,18 +221,31 @@ async function perTick(target: BenchTarget, sizes: LoadSizes): Promise<LoadResul
       await elector.start();
     }
     await sleep(sizes.intervalMs * 2);
+    const before = await windowSnapshot(electors, target.kind);
     for (const e of electors) e.logger.reset();
     await sleep(sizes.windowMs);
-    const counts = electors.map(({ elector, logger }) => ({
+    const counts: ElectorCount[] = electors.map(({ elector, logger }) => ({
       leader: elector.isLeader,
       ticks: logger.candidateTouches,
       statements: logger.statements,
       transactions: logger.transactions,
+      committed: logger.committed,
+      rolledBack: logger.rolledBack,
+      open: logger.openCounted,
       transactionsPerTick: logger.maxTransactionsPerTick,
     }));
+    const after = await windowSnapshot(electors, target.kind);
     if (errors.length) throw new Error(`load: elector errors: ${errors.slice(0, 3).join('; ')}`);
     if (counts.filter((c) => c.leader).length !== 1) throw new Error(`load: ${counts.filter((c) => c.leader).length} electors lead at once`);
-    return counts;
+    let serverPerTick: WindowServerCount | undefined;
+    if (before && after) {
+      type Snapshot = NonNullable<Awaited<ReturnType<typeof windowSnapshot>>>[number];
+      const sum = (f: (b: Snapshot, a: Snapshot) => number) => before.reduce((n, b, i) => n + f(b, after[i]!), 0);
+      const transactions = sum((b, a) => a.server - b.server);
+      const ticks = sum((b, a) => a.ticks - b.ticks);
+      serverPerTick = { counter: before[0]!.counter, transactions, logged: sum((b, a) => a.logged - b.logged), ticks, perTick: ticks ? transactions / ticks : 0 };
+    }
+    return { electors: counts, ...(serverPerTick ? { serverPerTick } : {}) };
   } finally {
     for (const { elector, dataSource } of electors) {
       await elector.stop();
@@ -186,12 +256,13 @@ async function perTick(target: BenchTarget, sizes: LoadSizes): Promise<LoadResul
 
 export async function runLoad(target: BenchTarget, sizes: LoadSizes): Promise<LoadResult> {
   const { elect, serverCount } = await perElect(target, sizes.elects);
-  const electors = await perTick(target, sizes);
+  const { electors, serverPerTick } = await perTick(target, sizes);
   return {
     sizes,
     elect,
     ...(serverCount ? { serverCount } : {}),
     electors,
     maxTransactionsPerTick: Math.max(...electors.map((e) => e.transactionsPerTick)),
+    ...(serverPerTick ? { serverPerTick } : {}),
   };
 }
