@@ -1,4 +1,5 @@
 import type { DbContext } from '../db/context';
+import type { SessionParts } from './contract/session';
 import type { Dialect } from './dialect';
 
 /**
@@ -10,6 +11,8 @@ import type { Dialect } from './dialect';
 export interface DatabaseParts {
   /** Placeholder until the first concern lands; each concern adds its member here. */
   readonly name: Dialect['name'];
+  /** How the library's statements and transactions reach the database (db/session.ts, db/transaction.ts). */
+  readonly session: SessionParts;
 }
 
 const registered = new Map<Dialect, DatabaseParts>();
