@@ -88,14 +88,14 @@ export async function executeRendered(context: DbContext, manager: EntityManager
 }
 
 /**
- * @internal Sends one statement on `manager`, as `manager.query` does. Inside a loop's run (see
+ * Sends one statement on `manager`, as `manager.query` does. Inside a loop's run (see
  * `run-guard.ts`) the connection is taken first — a pool may make the call wait for a free one —
  * and the run checked again before the statement goes: a wait for a connection never ends in a
  * statement sent after the loop stopped. On a database whose QueryRunners share one connection
  * (`SessionParts.sharesOneConnection`) there is nothing to wait for. (MySQL/MariaDB statements
  * go through `runMysql`, which does the same.)
  */
-export async function sendQuery(context: DbContext, manager: EntityManager, text: string, values: readonly unknown[]): Promise<unknown> {
+async function sendQuery(context: DbContext, manager: EntityManager, text: string, values: readonly unknown[]): Promise<unknown> {
   assertRunCurrent();
   if (!inRun() || sessionOf(context).sharesOneConnection) return manager.query(text, [...values]);
   const own = manager.queryRunner ? undefined : context.dataSource.createQueryRunner();
@@ -211,11 +211,10 @@ export async function executeBound<T = Record<string, unknown>>(
   prepared: PreparedSql,
   args: Readonly<Record<string, unknown>>,
 ): Promise<T[]> {
-  const bound = bind(prepared, args);
   assertRunCurrent();
-  const rows = await sessionOf(context).sendNamed(context, manager, bound);
+  const rows = await sessionOf(context).sendNamed(context, manager, prepared, args);
   if (rows !== undefined) return rows as T[];
-  const { text, values } = bound;
+  const { text, values } = bind(prepared, args);
   const result: unknown = await sendQuery(context, manager, text, values);
   return (Array.isArray(result) ? result : []) as T[];
 }

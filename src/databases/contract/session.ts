@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { DbContext } from '../../db/context';
-import type { BoundSql, SqlFragment } from '../../db/sql';
+import type { PreparedSql, SqlFragment } from '../../db/sql';
 
 /** An isolation level as `QueryRunner.startTransaction` takes it (the same on both TypeORM lines). */
 export type IsolationLevel = NonNullable<Parameters<QueryRunner['startTransaction']>[0]>;
@@ -30,11 +30,16 @@ export interface SessionParts {
   /** Runs one statement on `manager` and returns what the driver answered (`executeRaw`). */
   executeRaw(context: DbContext, manager: EntityManager, statement: SqlFragment): Promise<unknown>;
   /**
-   * Sends a bound statement as a NAMED prepared statement when this database keeps them on the
-   * DataSource's connections (`executeBound`), answering its rows; undefined when it was not
-   * sent that way (the caller then sends it unnamed).
+   * Sends a prepared statement, bound to `args`, as a NAMED prepared statement when this database
+   * keeps them on the DataSource's connections (`executeBound`), answering its rows; undefined
+   * when it was not sent that way (the caller then sends it unnamed).
    */
-  sendNamed(context: DbContext, manager: EntityManager, bound: BoundSql): Promise<unknown[] | undefined>;
+  sendNamed(
+    context: DbContext,
+    manager: EntityManager,
+    prepared: PreparedSql,
+    args: Readonly<Record<string, unknown>>,
+  ): Promise<unknown[] | undefined>;
   /** Whether a statement outside a transaction runs at READ COMMITTED on the DataSource's connections. */
   outsideIsReadCommitted(context: DbContext): Promise<boolean>;
   /**

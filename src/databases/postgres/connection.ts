@@ -4,7 +4,7 @@ import type { DbContext } from '../../db/context';
 import { executeRendered, execute, OWN_ISOLATION_LEVEL, ownTransaction } from '../../db/session';
 import { anyWithTransaction } from '../../db/transaction';
 import { assertRunCurrent } from '../../db/run-guard';
-import { sql } from '../../db/sql';
+import { bind, sql } from '../../db/sql';
 
 /** What is learnt once per PostgreSQL DataSource about its connections (see {@link connectionFacts}). */
 interface ConnectionFacts {
@@ -79,9 +79,10 @@ const NAMED_STATEMENT_LOST = new Set(['26000', '42P05']);
  * given up for the DataSource and undefined is answered: the caller repeats the call unnamed (the
  * failed statement changed nothing).
  */
-const sendNamed: SessionParts['sendNamed'] = async (context, manager, { name, text, values }) => {
+const sendNamed: SessionParts['sendNamed'] = async (context, manager, prepared, args) => {
   const { dataSource } = context;
   if (manager.queryRunner !== undefined || manager !== dataSource.manager || namedStatements.get(dataSource) !== true) return undefined;
+  const { name, text, values } = bind(prepared, args);
   const runner = dataSource.createQueryRunner();
   try {
     const client = (await runner.connect()) as { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows?: unknown[] }> };
@@ -89,12 +90,12 @@ const sendNamed: SessionParts['sendNamed'] = async (context, manager, { name, te
     assertRunCurrent();
     dataSource.logger.logQuery(text, values, runner);
     try {
-      const result = await client.query({ name, text, values: values as unknown[] });
+      const result = await client.query({ name, text, values });
       return Array.isArray(result.rows) ? result.rows : [];
     } catch (error) {
       if (!NAMED_STATEMENT_LOST.has(String((error as { code?: unknown }).code))) {
-        dataSource.logger.logQueryError(error as Error, text, values as unknown[], runner);
-        throw new QueryFailedError(text, values as unknown[], error as Error);
+        dataSource.logger.logQueryError(error as Error, text, values, runner);
+        throw new QueryFailedError(text, values, error as Error);
       }
       namedStatements.set(dataSource, false);
       return undefined;
