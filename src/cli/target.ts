@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import * as fs from 'fs';
 import type { DataSource, DataSourceOptions } from 'typeorm';
+import { dialectOfType } from '../databases/registry';
+import { allTargets, targetOfType } from '../databases/targets';
 import { initDb } from '../db/init-db';
 import { DEFAULT_DB_URL, optionsFromUrl, redactUrl } from '../db/url';
 import { CliError, oneLine } from './errors';
@@ -27,22 +29,12 @@ export function cliOptions(url: string): DataSourceOptions {
   } catch (error) {
     throw new CliError(`bad database URL: ${oneLine(error)}`, { cause: error });
   }
-  switch (options.type) {
-    case 'postgres':
-      return { ...options, connectTimeoutMS: DEFAULT_CONNECT_TIMEOUT_MS, extra: { max: 4 } };
-    case 'mysql':
-    case 'mariadb':
-      return { ...options, connectTimeout: DEFAULT_CONNECT_TIMEOUT_MS, extra: { connectionLimit: 4 } } as DataSourceOptions;
-    default:
-      return options;
-  }
+  return targetOfType(options.type)?.withConnectTimeout(options, DEFAULT_CONNECT_TIMEOUT_MS) ?? options;
 }
 
-function sqliteFile(options: DataSourceOptions): string | undefined {
-  const type = String(options.type);
-  if (type !== 'better-sqlite3' && type !== 'sqlite') return undefined;
-  const database = String(options.database);
-  return database === ':memory:' ? undefined : database;
+/** The database file the options open (a file database, not in memory); else undefined. */
+function databaseFile(options: DataSourceOptions): string | undefined {
+  return targetOfType(options.type)?.file(options);
 }
 
 export interface ConnectOptions {
@@ -56,7 +48,8 @@ export interface ConnectOptions {
 
 /** What `--schema` and `--entity-prefix` add to the DataSource options. */
 export function tableOptions(options: DataSourceOptions, { schema, entityPrefix }: Pick<ConnectOptions, 'schema' | 'entityPrefix'>): DataSourceOptions {
-  if (schema !== undefined && options.type !== 'postgres') {
+  // Only a database with named schemas (PostgreSQL) takes one.
+  if (schema !== undefined && dialectOfType(options.type)?.schemas !== true) {
     throw new CliError(`--schema is for PostgreSQL only (the URL is a ${String(options.type)} database)`);
   }
   return {
@@ -80,7 +73,7 @@ export function withTableOptions(command: Command): Command {
  */
 export async function connect(url: string, { createTables, ...names }: ConnectOptions): Promise<DataSource> {
   const options = tableOptions(cliOptions(url), names);
-  const file = sqliteFile(options);
+  const file = databaseFile(options);
   if (file !== undefined && !createTables && !fs.existsSync(file)) {
     throw new CliError(`no database at ${redact(url)}: the file ${file} does not exist (run ${initHint(url, names)})`);
   }
@@ -98,6 +91,5 @@ export async function disconnect(dataSource: DataSource | undefined): Promise<vo
 
 /** Database errors that mean "the table is not there", on every supported database. */
 export function isMissingTable(error: unknown): boolean {
-  const driver = ((error as { driverError?: unknown })?.driverError ?? error) as { code?: unknown; errno?: unknown; message?: unknown };
-  return driver?.code === '42P01' || Number(driver?.errno) === 1146 || /no such table/i.test(String(driver?.message));
+  return allTargets().some((target) => target.isMissingTable(error));
 }

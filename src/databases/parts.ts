@@ -6,6 +6,7 @@ import type { PruneParts } from './contract/prune';
 import type { SchemaParts } from './contract/schema';
 import type { SetupParts } from './contract/setup';
 import type { GroupParts } from './contract/group';
+import type { SessionParts } from './contract/session';
 
 /**
  * What each database does differently above plain SQL — its elect, group tick, schema, pruning,
@@ -28,6 +29,8 @@ export interface DatabaseParts {
   readonly demoLedger: DemoLedgerParts;
   /** A `LeaderElectorGroup`'s tick and vacate statements, and the flags the group store asks (see `contract/group.ts`). */
   readonly group: GroupParts;
+  /** How the library's statements and transactions reach the database (db/session.ts, db/transaction.ts). */
+  readonly session: SessionParts;
 }
 
 const registered = new Map<Dialect, DatabaseParts>();

@@ -21,3 +21,8 @@ export function dialectOf(dataSource: DataSource): Dialect {
   if (!dialect) throw new UnsupportedDatabaseError(type);
   return dialect;
 }
+
+/** The dialect of a TypeORM `type` (a DataSourceOptions' `type`), if one is registered. */
+export function dialectOfType(type: unknown): Dialect | undefined {
+  return dialects.get(String(type));
+}

@@ -26,4 +26,4 @@ export {
   SessionRequiredError,
   DatabaseNotFoundError,
 } from '../errors';
-export { DEFAULT_SQLITE_WAIT_MS } from '../databases/sqlite/atomic';
+export { DEFAULT_SQLITE_WAIT_MS } from './defaults';

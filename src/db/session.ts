@@ -1,10 +1,10 @@
-import { DataSource, EntityManager, QueryFailedError, QueryRunner } from 'typeorm';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import type { SessionParts } from '../databases/contract/session';
+import { partsOf } from '../databases/parts';
 import { SerializationFailureError, ValidationError } from '../errors';
 import { contextOf, DbContext } from './context';
-import { endImplicitTransaction, mysqlSessionFacts, runMysql } from '../databases/mysql/session';
 import { assertRunCurrent, inRun } from './run-guard';
-import { bind, PreparedSql, render, sql, SqlFragment } from './sql';
-import { outsideTransactions, ownSqliteTransaction } from '../databases/sqlite/atomic';
+import { bind, PreparedSql, render, SqlFragment } from './sql';
 
 /**
  * The caller's connection or transaction. Inside an active transaction the library joins it and
@@ -64,18 +64,25 @@ export async function execute<T = Record<string, unknown>>(
   return (Array.isArray(result) ? result : []) as T[];
 }
 
+/** What the DataSource's database does differently in sending statements and opening transactions. */
+function sessionOf(context: DbContext): SessionParts {
+  return partsOf(context).session;
+}
+
 /**
  * {@link execute}, returning what the driver answered (for writes whose affected-row count
- * matters). MySQL/MariaDB: on the manager's QueryRunner, with values as server-side parameters
- * (see `mysql-session.ts`); the DataSource's own manager borrows a pooled connection for the
- * statement, as {@link withManager} does.
+ * matters). How the statement reaches the server is the database's (`SessionParts.executeRaw`):
+ * MySQL/MariaDB sends values as server-side parameters (see `databases/mysql/session.ts`).
  */
 export async function executeRaw(context: DbContext, manager: EntityManager, statement: SqlFragment): Promise<unknown> {
-  if (context.dialect.name === 'mysql') {
-    const runner = manager.queryRunner;
-    if (runner) return runMysql(context.dataSource, runner, statement);
-    return withManager(context.dataSource, undefined, (m) => executeRaw(context, m, statement));
-  }
+  return sessionOf(context).executeRaw(context, manager, statement);
+}
+
+/**
+ * @internal The plain way to run one statement: rendered with the dialect's placeholders and
+ * sent by {@link sendQuery} (what `executeRaw` is on PostgreSQL and SQLite).
+ */
+export async function executeRendered(context: DbContext, manager: EntityManager, statement: SqlFragment): Promise<unknown> {
   const { text, values } = render(statement, context.dialect.placeholders);
   return sendQuery(context, manager, text, values);
 }
@@ -84,12 +91,13 @@ export async function executeRaw(context: DbContext, manager: EntityManager, sta
  * Sends one statement on `manager`, as `manager.query` does. Inside a loop's run (see
  * `run-guard.ts`) the connection is taken first — a pool may make the call wait for a free one —
  * and the run checked again before the statement goes: a wait for a connection never ends in a
- * statement sent after the loop stopped. (MySQL/MariaDB statements go through `runMysql`, which
- * does the same.)
+ * statement sent after the loop stopped. On a database whose QueryRunners share one connection
+ * (`SessionParts.sharesOneConnection`) there is nothing to wait for. (MySQL/MariaDB statements
+ * go through `runMysql`, which does the same.)
  */
 async function sendQuery(context: DbContext, manager: EntityManager, text: string, values: readonly unknown[]): Promise<unknown> {
   assertRunCurrent();
-  if (!inRun() || context.dialect.name === 'sqlite') return manager.query(text, [...values]);
+  if (!inRun() || sessionOf(context).sharesOneConnection) return manager.query(text, [...values]);
   const own = manager.queryRunner ? undefined : context.dataSource.createQueryRunner();
   const runner = manager.queryRunner ?? own!;
   try {
@@ -140,9 +148,7 @@ export async function inTransaction<T>(
   for (let attempt = 0; ; attempt++) {
     assertRunCurrent();
     try {
-      return await (context.dialect.name === 'sqlite'
-        ? ownSqliteTransaction(dataSource, (r) => work(r.manager, context))
-        : ownTransaction(context, runner, (m) => work(m, context)));
+      return await sessionOf(context).ownTransaction(context, runner, (m) => work(m, context));
     } catch (error) {
       const { dialect } = context;
       // Library calls inside `work` joined this transaction as a caller's and reported an abort
@@ -179,7 +185,7 @@ export async function inOneStatement<T>(
   // A statement outside a transaction runs at the connection's default isolation; when that is
   // not READ COMMITTED (e.g. `default_transaction_isolation = serializable`) the statement gets
   // an explicit READ COMMITTED transaction of its own instead.
-  if (!(await defaultIsReadCommitted(context))) return inTransaction(dataSource, session, work, options);
+  if (!(await sessionOf(context).outsideIsReadCommitted(context))) return inTransaction(dataSource, session, work, options);
   const retries = options.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
   for (let attempt = 0; ; attempt++) {
     assertRunCurrent();
@@ -192,88 +198,12 @@ export async function inOneStatement<T>(
   }
 }
 
-/** What is learnt once per PostgreSQL DataSource about its connections (see {@link connectionFacts}). */
-interface ConnectionFacts {
-  /** A statement outside a transaction runs at READ COMMITTED. */
-  readCommitted: boolean;
-  /** Connections reach PostgreSQL itself, not a pooler in front of it: named prepared statements are kept. */
-  direct: boolean;
-}
-
-const facts = new WeakMap<DataSource, Promise<ConnectionFacts>>();
-/** DataSources whose connections may keep named prepared statements (see {@link executeBound}). */
-const namedStatements = new WeakMap<DataSource, boolean>();
-
-/** The port a PostgreSQL DataSource connects to, as TypeORM's driver takes it (`url` first). */
-function configuredPort(dataSource: DataSource): number | undefined {
-  const options = dataSource.options as { url?: string; port?: number; replication?: unknown };
-  if (options.replication !== undefined) return undefined;
-  if (options.url) {
-    try {
-      return Number(new URL(options.url).port || 5432);
-    } catch {
-      return undefined;
-    }
-  }
-  return options.port ?? 5432;
-}
-
 /**
- * Learnt once per DataSource (PostgreSQL), with one statement outside a transaction:
- * - whether a statement outside a transaction runs at READ COMMITTED (the session's default);
- * - whether the connection reaches PostgreSQL directly: the server's port is the one the
- *   DataSource was configured with. A pooler in front of it (PgBouncer, in transaction mode, moves
- *   a client between server connections, which then lack its named statements) listens on a port
- *   of its own; so does anything else in between, which only costs the named statements. Behind
- *   a Unix socket `inet_server_port()` is NULL: not counted as direct either.
- * A failed look-up is not remembered and answers "no" to both, which only costs speed.
- */
-function connectionFacts(context: DbContext): Promise<ConnectionFacts> {
-  const { dataSource } = context;
-  let known = facts.get(dataSource);
-  if (!known) {
-    known = execute<{ transaction_isolation?: unknown; server_port?: unknown }>(
-      context,
-      dataSource.manager,
-      sql`SELECT current_setting('transaction_isolation') AS transaction_isolation, inet_server_port() AS server_port`,
-    ).then((rows) => {
-      const row = rows[0];
-      const port = row?.server_port === null || row?.server_port === undefined ? undefined : Number(row.server_port);
-      const result = {
-        readCommitted: String(row?.transaction_isolation).toLowerCase() === 'read committed',
-        direct: port !== undefined && port === configuredPort(dataSource),
-      };
-      if (!namedStatements.has(dataSource)) namedStatements.set(dataSource, result.direct);
-      return result;
-    });
-    facts.set(dataSource, known);
-    known.catch(() => facts.delete(dataSource));
-  }
-  return known.catch(() => ({ readCommitted: false, direct: false }));
-}
-
-/**
- * Whether a statement outside a transaction runs at READ COMMITTED on this DataSource's
- * connections (PostgreSQL). Learnt once per DataSource (see {@link connectionFacts}).
- */
-async function defaultIsReadCommitted(context: DbContext): Promise<boolean> {
-  if (context.dialect.name !== 'postgres') return true;
-  return (await connectionFacts(context)).readCommitted;
-}
-
-/** PostgreSQL: "prepared statement does not exist" / "already exists" — a pooler moved the client. */
-const NAMED_STATEMENT_LOST = new Set(['26000', '42P05']);
-
-/**
- * Runs one prepared statement outside any transaction of the caller's. On a PostgreSQL
- * DataSource whose connections reach the server directly (see {@link connectionFacts}) and
- * without a session (`manager` is the DataSource's own), it is sent as a NAMED prepared statement
- * on a pooled connection: PostgreSQL then plans it once per connection instead of at every call.
- * The statement is logged through the DataSource's logger as TypeORM logs its own, and errors
- * are TypeORM's `QueryFailedError`. If a named statement is found missing or duplicated on the
- * server after all (a pooler the port check did not see), named statements are given up for the
- * DataSource and the call is repeated unnamed (the failed statement changed nothing). Everywhere
- * else it is {@link execute}.
+ * Runs one prepared statement outside any transaction of the caller's. Where the database keeps
+ * named prepared statements on the DataSource's connections (`SessionParts.sendNamed`: a
+ * PostgreSQL DataSource reaching the server directly, without a session) it is sent as one,
+ * planned once per connection instead of at every call; everywhere else, and when the named
+ * statement was given up (see `databases/postgres/connection.ts`), it is sent by {@link sendQuery}.
  */
 export async function executeBound<T = Record<string, unknown>>(
   context: DbContext,
@@ -281,30 +211,10 @@ export async function executeBound<T = Record<string, unknown>>(
   prepared: PreparedSql,
   args: Readonly<Record<string, unknown>>,
 ): Promise<T[]> {
-  const { dataSource } = context;
-  const { name, text, values } = bind(prepared, args);
   assertRunCurrent();
-  if (manager.queryRunner === undefined && manager === dataSource.manager && namedStatements.get(dataSource) === true) {
-    const runner = dataSource.createQueryRunner();
-    try {
-      const client = (await runner.connect()) as { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows?: T[] }> };
-      // Taking the connection may have waited (see sendQuery).
-      assertRunCurrent();
-      dataSource.logger.logQuery(text, values, runner);
-      try {
-        const result = await client.query({ name, text, values });
-        return Array.isArray(result.rows) ? result.rows : [];
-      } catch (error) {
-        if (!NAMED_STATEMENT_LOST.has(String((error as { code?: unknown }).code))) {
-          dataSource.logger.logQueryError(error as Error, text, values, runner);
-          throw new QueryFailedError(text, values, error as Error);
-        }
-        namedStatements.set(dataSource, false);
-      }
-    } finally {
-      await runner.release();
-    }
-  }
+  const rows = await sessionOf(context).sendNamed(context, manager, prepared, args);
+  if (rows !== undefined) return rows as T[];
+  const { text, values } = bind(prepared, args);
   const result: unknown = await sendQuery(context, manager, text, values);
   return (Array.isArray(result) ? result : []) as T[];
 }
@@ -333,37 +243,15 @@ export async function withManager<T>(
   const context = contextOf(dataSource);
   if (runner?.isTransactionActive) return inCallersTransaction(context, () => work(runner.manager, context));
   assertRunCurrent();
-  if (context.dialect.name === 'mysql') return mysqlOutsideTransaction(context, runner, (r) => work(r.manager, context));
-  if (runner) return work(runner.manager, context);
-  // SQLite: never read another transaction's uncommitted rows on the shared connection.
-  if (context.dialect.name === 'sqlite') return outsideTransactions(dataSource, () => work(dataSource.manager, context));
-  return work(dataSource.manager, context);
+  return sessionOf(context).outsideTransaction(context, runner, (manager) => work(manager, context));
 }
 
 /**
- * MySQL/MariaDB, outside any transaction of the caller's: runs `work` on the session's connection
- * or one borrowed from the pool (one connection for all its statements). A statement there is
- * its own transaction, except on a connection whose session has autocommit off (it would open a
- * transaction and leave it open, holding its snapshot and locks, also after the connection went
- * back to the pool) or reads uncommitted rows (READ UNCOMMITTED): there `work` runs in the
- * library's own READ COMMITTED transaction instead.
+ * @internal Runs `work` in a transaction the library opens on the session's connection (or a
+ * fresh one it releases) at the database's isolation level (`SessionParts.isolationLevel`), and
+ * commits it; rolls back when `work` throws.
  */
-async function mysqlOutsideTransaction<T>(
-  context: DbContext,
-  sessionRunner: QueryRunner | undefined,
-  work: (runner: QueryRunner) => Promise<T>,
-): Promise<T> {
-  const runner = sessionRunner ?? context.dataSource.createQueryRunner();
-  try {
-    const facts = await mysqlSessionFacts(context.dataSource, runner);
-    if (facts.autocommit && !facts.readUncommitted) return await work(runner);
-    return await ownTransaction(context, runner, () => work(runner));
-  } finally {
-    if (!sessionRunner) await runner.release();
-  }
-}
-
-async function ownTransaction<T>(
+export async function ownTransaction<T>(
   context: DbContext,
   sessionRunner: QueryRunner | undefined,
   work: (manager: EntityManager) => Promise<T>,
@@ -374,10 +262,11 @@ async function ownTransaction<T>(
     // Taking the connection may wait for a free one: the run is checked again before BEGIN.
     await runner.connect();
     assertRunCurrent();
+    const session = sessionOf(context);
     // MySQL/MariaDB, autocommit off: whatever earlier statements left open on this connection
     // ends first, so the isolation level can be set and the snapshot is taken now.
-    if (context.dialect.name === 'mysql') await endImplicitTransaction(context.dataSource, runner);
-    await runner.startTransaction(context.dialect.name === 'sqlite' ? undefined : OWN_ISOLATION_LEVEL);
+    await session.beforeBegin(context, runner);
+    await runner.startTransaction(session.isolationLevel);
     try {
       const result = await work(runner.manager);
       // A run that ended meanwhile commits nothing more: the ROLLBACK below ends the transaction.

@@ -1,8 +1,9 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { ValidationError } from '../errors';
+import { partsOf } from '../databases/parts';
 import { contextOf } from './context';
-import { backoff, DEFAULT_CONFLICT_RETRIES, inTransaction, sleep } from './session';
-import { DEFAULT_SQLITE_WAIT_MS, inTransactionScope, ownSqliteTransaction } from '../databases/sqlite/atomic';
+import { DEFAULT_SQLITE_WAIT_MS } from './defaults';
+import { DEFAULT_CONFLICT_RETRIES, inTransaction } from './session';
 
 export interface WithTransactionOptions {
   /**
@@ -47,23 +48,15 @@ export function withTransaction<T>(
   if (typeof waitMs !== 'number' || !Number.isFinite(waitMs) || waitMs < 0) {
     return Promise.reject(new ValidationError('options.sqliteWaitMs', `must be a finite number of milliseconds >= 0 (got ${String(waitMs)})`));
   }
-  if (contextOf(dataSource).dialect.name === 'sqlite') return sqliteWithTransaction(dataSource, work, retries, waitMs);
-  return inTransaction(dataSource, undefined, (manager) => work(manager), { conflictRetries: retries, retryUniqueViolation: false });
+  // SQLite waits for the shared connection first (see `databases/sqlite/connection.ts`).
+  return partsOf(contextOf(dataSource)).session.withTransaction(dataSource, work, retries, waitMs);
 }
 
-async function sqliteWithTransaction<T>(
-  dataSource: DataSource,
-  work: (manager: EntityManager) => Promise<T>,
-  retries: number,
-  waitMs: number,
-): Promise<T> {
-  const { dialect } = contextOf(dataSource);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await ownSqliteTransaction(dataSource, (runner) => inTransactionScope(dataSource, () => work(runner.manager)), waitMs);
-    } catch (error) {
-      if (!dialect.isRetryableConflict(error) || attempt >= retries) throw error;
-      await sleep(backoff(attempt));
-    }
-  }
+/**
+ * @internal `withTransaction` on a database whose transactions need no more than the library's
+ * own (`inTransaction`): rerun on conflicts, but not after a unique violation (the caller's
+ * `work` is not known to be an election write).
+ */
+export function anyWithTransaction<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>, retries: number): Promise<T> {
+  return inTransaction(dataSource, undefined, (manager) => work(manager), { conflictRetries: retries, retryUniqueViolation: false });
 }

@@ -1,69 +1,31 @@
 import type { DataSourceOptions } from 'typeorm';
 import { ValidationError } from '../errors';
+// The database folders register their URL targets (see src/databases/targets.ts): this module is
+// also loaded on its own (test fixtures require it directly).
+import '../databases';
+import { allTargets, targetOfScheme } from '../databases/targets';
 
 /** The embedded default when neither a target nor `GEMSTONE_DB_URL` is given. */
 export const DEFAULT_DB_URL = 'sqlite:gemstone.sqlite';
 
-/** How long a SQLite connection waits for another process's write lock before SQLITE_BUSY. */
-export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5000;
-
-type SqliteDriver = 'better-sqlite3' | 'sqlite3';
-
-function installed(name: string): boolean {
-  try {
-    require.resolve(name);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** better-sqlite3 where installed (the only SQLite driver of TypeORM 1.x), else sqlite3 (TypeORM 0.3). */
-function defaultSqliteDriver(): SqliteDriver {
-  return installed('better-sqlite3') || !installed('sqlite3') ? 'better-sqlite3' : 'sqlite3';
-}
-
-function sqliteOptions(database: string, driver: SqliteDriver): DataSourceOptions {
-  const memory = database === ':memory:';
-  // WAL lets readers run beside the writer: the advice for several processes on one file.
-  const common = { database, enableWAL: !memory } as const;
-  return driver === 'sqlite3'
-    ? ({ type: 'sqlite', ...common, busyTimeout: DEFAULT_SQLITE_BUSY_TIMEOUT_MS } as unknown as DataSourceOptions)
-    : ({ type: 'better-sqlite3', ...common, timeout: DEFAULT_SQLITE_BUSY_TIMEOUT_MS } as DataSourceOptions);
-}
+export { DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from './defaults';
 
 /**
  * DataSourceOptions for a database URL:
  * `postgres://…`, `postgresql://…`, `mysql://…`, `mariadb://…`, `sqlite:<path>`, `sqlite::memory:`.
- * A SQLite URL may end in `?driver=sqlite3` or `?driver=better-sqlite3`.
+ * A SQLite URL may end in `?driver=sqlite3` or `?driver=better-sqlite3`. Each scheme is parsed by
+ * its database's registered target (`src/databases/<db>/url.ts`).
  */
 export function optionsFromUrl(url: string, parameter = 'target'): DataSourceOptions {
   if (typeof url !== 'string' || url.trim() === '') throw new ValidationError(parameter, 'must be a non-empty database URL');
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
-  switch (scheme) {
-    case 'postgres':
-    case 'postgresql':
-      return { type: 'postgres', url };
-    case 'mysql':
-    case 'mariadb':
-      // timezone 'Z': entities read through TypeORM show the UTC instants the library stores.
-      return { type: scheme, url: url.replace(/^mariadb:/i, 'mysql:'), timezone: 'Z' } as DataSourceOptions;
-    case 'sqlite': {
-      const [pathPart, query = ''] = url.slice('sqlite:'.length).split('?', 2) as [string, string?];
-      const path = pathPart.startsWith('//') ? pathPart.slice(2) : pathPart;
-      if (path === '') throw new ValidationError(parameter, `has no file path: use sqlite:<path> or sqlite::memory: (got ${JSON.stringify(url)})`);
-      const driver = new URLSearchParams(query).get('driver') ?? defaultSqliteDriver();
-      if (driver !== 'sqlite3' && driver !== 'better-sqlite3') {
-        throw new ValidationError(parameter, `names an unknown SQLite driver ${JSON.stringify(driver)} (use sqlite3 or better-sqlite3)`);
-      }
-      return sqliteOptions(path, driver);
-    }
-    default:
-      throw new ValidationError(
-        parameter,
-        `must be a postgres://, postgresql://, mysql://, mariadb:// or sqlite: URL (got ${JSON.stringify(redactUrl(url))})`,
-      );
-  }
+  const target = targetOfScheme(scheme);
+  if (target) return target.optionsFromUrl(url, scheme!, parameter);
+  const accepted = allTargets().flatMap((t) => t.shownAs);
+  throw new ValidationError(
+    parameter,
+    `must be a ${accepted.slice(0, -1).join(', ')} or ${accepted[accepted.length - 1]} URL (got ${JSON.stringify(redactUrl(url))})`,
+  );
 }
 
 /** What {@link redactUrl} puts in place of a password. */

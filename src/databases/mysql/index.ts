@@ -3,6 +3,9 @@ import { registerParts } from '../parts';
 import { mysqlDemoLedger } from './demo-ledger';
 import { mysqlDdl } from './ddl';
 import { mysqlGroup } from './group';
+import { registerTarget } from '../targets';
+import { mysqlSession } from './connection';
+import { mysqlTarget } from './url';
 import { mysqlDialect } from './dialect';
 import { mysqlPrune } from './prune';
 import { mysqlSchema } from './schema';
@@ -17,4 +20,6 @@ registerParts(mysqlDialect, {
   prune: mysqlPrune,
   demoLedger: mysqlDemoLedger,
   group: mysqlGroup,
+  session: mysqlSession,
 });
+registerTarget(mysqlTarget);

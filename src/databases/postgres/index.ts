@@ -3,6 +3,9 @@ import { registerParts } from '../parts';
 import { postgresDemoLedger } from './demo-ledger';
 import { postgresDdl } from './ddl';
 import { postgresGroup } from './group';
+import { registerTarget } from '../targets';
+import { postgresSession } from './connection';
+import { postgresTarget } from './url';
 import { postgresDialect } from './dialect';
 import { postgresPrune } from './prune';
 import { postgresSchema } from './schema';
@@ -17,4 +20,6 @@ registerParts(postgresDialect, {
   prune: postgresPrune,
   demoLedger: postgresDemoLedger,
   group: postgresGroup,
+  session: postgresSession,
 });
+registerTarget(postgresTarget);

@@ -3,13 +3,11 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import { SessionRequiredError, SqliteTransactionOpenError } from '../../errors';
 import { assertRunCurrent } from '../../db/run-guard';
 import { render, SqlFragment } from '../../db/sql';
+import { DEFAULT_SQLITE_WAIT_MS } from '../../db/defaults';
 
-/**
- * SQLite: how long (milliseconds) a library call without `session` waits for a transaction
- * someone else holds open on the DataSource's shared connection before it throws
- * {@link SqliteTransactionOpenError}. Default 5000.
- */
-export const DEFAULT_SQLITE_WAIT_MS = 5000;
+// How long a call waits for a transaction someone else holds open (kept in a shared leaf, so
+// that `gemstone-utils/db` exports it without importing this folder).
+export { DEFAULT_SQLITE_WAIT_MS } from '../../db/defaults';
 
 /*
  * Every QueryRunner of a TypeORM SQLite DataSource shares ONE connection, so a transaction there

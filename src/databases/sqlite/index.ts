@@ -3,6 +3,9 @@ import { registerParts } from '../parts';
 import { sqliteDemoLedger } from './demo-ledger';
 import { sqliteDdl } from './ddl';
 import { sqliteGroup } from './group';
+import { registerTarget } from '../targets';
+import { sqliteSession } from './connection';
+import { sqliteTarget } from './url';
 import { sqliteDialect } from './dialect';
 import { sqlitePrune } from './prune';
 import { sqliteSchema } from './schema';
@@ -17,4 +20,6 @@ registerParts(sqliteDialect, {
   prune: sqlitePrune,
   demoLedger: sqliteDemoLedger,
   group: sqliteGroup,
+  session: sqliteSession,
 });
+registerTarget(sqliteTarget);
