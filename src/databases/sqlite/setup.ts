@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import { contextOf } from '../../db/context';
 import { execute } from '../../db/session';
 import { sql } from '../../db/sql';
-import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from '../../db/url';
+import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from '../../db/defaults';
 import type { SetupParts } from '../contract/setup';
 import { outsideTransactions, registerSqliteConnection } from './atomic';
 import { sqliteDialect } from './dialect';
