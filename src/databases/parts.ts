@@ -1,5 +1,8 @@
 import type { DbContext } from '../db/context';
 import type { Dialect } from './dialect';
+import type { LeaseChangeNotifications } from './contract/notifications';
+import type { ProgramsPart } from './contract/programs';
+import type { ElectParts } from './contract/store';
 
 /**
  * What each database does differently above plain SQL — its elect, group tick, schema, pruning,
@@ -10,6 +13,12 @@ import type { Dialect } from './dialect';
 export interface DatabaseParts {
   /** Placeholder until the first concern lands; each concern adds its member here. */
   readonly name: Dialect['name'];
+  /** The single-namespace election's members that differ by database (see `contract/store.ts`). */
+  readonly elect: ElectParts;
+  /** Calls without a transaction to join run as one program each (SQLite); absent elsewhere. */
+  readonly programs?: ProgramsPart;
+  /** Lease changes pushed to a listening connection (PostgreSQL LISTEN/NOTIFY); absent elsewhere. */
+  readonly notifications?: LeaseChangeNotifications;
 }
 
 const registered = new Map<Dialect, DatabaseParts>();
