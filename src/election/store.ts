@@ -206,13 +206,11 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`;
      */
     followerReadsFirst: members.followerReadsFirst,
 
-    /** register / heartbeat: create the candidate row or extend it, storing the options given. */
     /**
-     * Whether the upsert created the row, as the write itself tells (undefined on SQLite, where the
-     * write lock held since the transaction's first write keeps the earlier read current): a read
-     * before it may have seen a row that another transaction deleted in between. PostgreSQL: the
-     * new version's `xmax` is 0 only for an insert; MySQL/MariaDB: one affected row is an insert
-     * (an update of an existing row always changes it, `last_heartbeat_at` moves, and counts two).
+     * register / heartbeat: create the candidate row or extend it, storing the options given.
+     * Returns whether the upsert created the row, as the write itself tells (each database's
+     * `touchCandidate` says how; undefined where an earlier read stays current): a read before it
+     * may have seen a row that another transaction deleted in between.
      */
     async touchCandidate(m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<boolean | undefined> {
       return members.touchCandidate(m, candidateUpsert(ns, candidateId, expireSeconds, fields));
@@ -252,11 +250,8 @@ ${d.insertIfAbsent(['ns'])}`,
      * decides by), read in the same statement.
      *
      * `live` is judged by the clock of after the lock: a locking read that waited for the row
-     * while its lease ran out must not call that lease live. PostgreSQL computes a plain locking
-     * SELECT's columns below the lock (before any wait), so the row is locked in a CTE and judged
-     * by `clock_timestamp()` above it. MySQL/MariaDB fix `UTC_TIMESTAMP(6)` when a statement
-     * starts, so the lock is taken first, by a statement that decides nothing, and the row is read
-     * by the next one, which no longer waits.
+     * while its lease ran out must not call that lease live. How each database takes the lock and
+     * reads after it is its folder's `lockLeader`.
      */
     async lockLeaderFor(
       m: EntityManager,
@@ -335,9 +330,7 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
      * still names the caller under `term` with an unexpired lease by the database clock of this
      * statement. False when the lease ran out between the locked read and this write (the row is
      * locked, so nothing else can have changed): the call is then a takeover, not a renewal.
-     * Matched = changed: `updated_at` moves at least one microsecond forward (MySQL/MariaDB), and
-     * the count is read from the statement itself (PostgreSQL: RETURNING; SQLite: `changes()`, on
-     * the connection whose write lock the transaction holds).
+     * The count is read from the statement itself, as each database's `renewIfLive` says.
      */
     async renewIfLive(m: EntityManager, ns: string, candidateId: string, term: number, expireSeconds: number): Promise<boolean> {
       const where = sql`WHERE ns = ${ns} AND leader_id = ${candidateId} AND term = ${term} AND lease_expires_at > ${d.now}`;
