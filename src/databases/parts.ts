@@ -7,6 +7,9 @@ import type { SchemaParts } from './contract/schema';
 import type { SetupParts } from './contract/setup';
 import type { GroupParts } from './contract/group';
 import type { SessionParts } from './contract/session';
+import type { LeaseChangeNotifications } from './contract/notifications';
+import type { ProgramsPart } from './contract/programs';
+import type { ElectParts } from './contract/store';
 
 /**
  * What each database does differently above plain SQL — its elect, group tick, schema, pruning,
@@ -15,7 +18,7 @@ import type { SessionParts } from './contract/session';
  * imports a folder. Contracts may import types only from modules that do not import this one.
  */
 export interface DatabaseParts {
-  /** Placeholder until the first concern lands; each concern adds its member here. */
+  /** The database these parts are for. */
   readonly name: Dialect['name'];
   /** Connecting: the TypeORM types, a missing driver's hint, a busy `initialize()`, connection settings. */
   readonly setup: SetupParts;
@@ -31,6 +34,12 @@ export interface DatabaseParts {
   readonly group: GroupParts;
   /** How the library's statements and transactions reach the database (db/session.ts, db/transaction.ts). */
   readonly session: SessionParts;
+  /** The single-namespace election's members that differ by database (see `contract/store.ts`). */
+  readonly elect: ElectParts;
+  /** Calls without a transaction to join run as one program each (SQLite); absent elsewhere. */
+  readonly programs?: ProgramsPart;
+  /** Lease changes pushed to a listening connection (PostgreSQL LISTEN/NOTIFY); absent elsewhere. */
+  readonly notifications?: LeaseChangeNotifications;
 }
 
 const registered = new Map<Dialect, DatabaseParts>();

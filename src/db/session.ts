@@ -6,11 +6,9 @@ import { contextOf, DbContext } from './context';
 import { assertRunCurrent, inRun } from './run-guard';
 import { bind, PreparedSql, render, SqlFragment } from './sql';
 
-/**
- * The caller's connection or transaction. Inside an active transaction the library joins it and
- * never commits, rolls back or releases it; otherwise it runs its own transaction on it.
- */
-export type Session = QueryRunner | EntityManager;
+import type { Session } from './session-type';
+
+export type { Session } from './session-type';
 
 /** How many times a call that owns its transaction retries a deadlock, lock timeout or busy database. */
 export const DEFAULT_CONFLICT_RETRIES = 8;

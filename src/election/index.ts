@@ -52,8 +52,8 @@ export {
   MAX_PRIORITY,
 } from './validate';
 export { CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, DDL_LOCK_TIMEOUT_MS, DDL_LOCK_ATTEMPTS } from './schema';
-export { NOTIFY_CHANNEL } from './store';
-export type { LeaseChange } from './store';
+export { NOTIFY_CHANNEL } from './observe/listen-options';
+export type { LeaseChange } from './observe/listen-options';
 export type { Session } from '../db/session';
 export { GemstoneError, ValidationError, NotLeaderError, NotInitializedError, SqliteTransactionOpenError, SessionRequiredError } from '../errors';
 export { LeaderElector, LeadershipEndedError, LeaderElectorError } from './loop/elector';
@@ -84,4 +84,4 @@ export {
   DEFAULT_LISTEN_CONNECT_TIMEOUT_MS,
   DEFAULT_LISTEN_PROBE_TIMEOUT_MS,
   LISTEN_APPLICATION_NAME,
-} from '../databases/postgres/listener';
+} from './observe/listen-options';

@@ -5,7 +5,8 @@ import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, 
 import { NotLeaderError, ValidationError } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
 import { electsLocked } from './paths';
-import { createSqlitePrograms, SqlitePrograms } from '../databases/sqlite/programs';
+import { partsOf } from '../databases/parts';
+import type { ElectionPrograms } from '../databases/contract/programs';
 import { createStore, decide, ElectionStore, LeaderRow, ObservedLeader } from './store';
 import { checkWatchOptions, LeaderWatch, MissedTerm, WatchOptions } from './observe/watch';
 import { checkHistoryOptions, createHistoryStatements, GetHistoryOptions, HistoryEntry, HistoryStatements, VacateReason } from './observe/history';
@@ -151,7 +152,7 @@ export class ElectionService {
   readonly #dataSource: DataSource | undefined;
   #expireSeconds: number;
   readonly #sqliteWaitMs: number | undefined;
-  readonly #programs = new WeakMap<DataSource, SqlitePrograms>();
+  readonly #programs = new WeakMap<DataSource, ElectionPrograms>();
 
   /**
    * @param dataSource The DataSource to use. Default: `getDataSource()`, looked up at each call
@@ -199,14 +200,17 @@ export class ElectionService {
   }
 
   /**
-   * SQLite, no transaction of the caller's to join: the call runs as one program on the shared
-   * connection (see `db/sqlite-atomic.ts`), never nested in another transaction nor hosting one.
+   * The programs of a database that runs calls as programs (SQLite, see its `programs` part), when
+   * there is no transaction of the caller's to join: the call runs as one program on the shared
+   * connection, never nested in another transaction nor hosting one. Undefined otherwise: the
+   * call takes the general path.
    */
-  #sqlite(dataSource: DataSource, session: Session | undefined): SqlitePrograms | undefined {
+  #programsFor(dataSource: DataSource, session: Session | undefined): ElectionPrograms | undefined {
     const context = contextOf(dataSource);
-    if (context.dialect.name !== 'sqlite' || runnerOf(session)?.isTransactionActive) return undefined;
+    const part = partsOf(context).programs;
+    if (!part || runnerOf(session)?.isTransactionActive) return undefined;
     let programs = this.#programs.get(dataSource);
-    if (!programs) this.#programs.set(dataSource, (programs = createSqlitePrograms(context, dataSource, () => this.#sqliteWaitMs, storeOf(context))));
+    if (!programs) this.#programs.set(dataSource, (programs = part.create(context, dataSource, () => this.#sqliteWaitMs, storeOf(context).shared)));
     return programs;
   }
 
@@ -229,8 +233,8 @@ export class ElectionService {
     const fields = checkCandidateFields(checked);
     const { ns, session } = checked;
     const expire = this.#expireSeconds;
-    const sqlite = this.#sqlite(this.#resolve(session), session);
-    if (sqlite) return sqlite.touch(ns, id, expire, fields);
+    const programs = this.#programsFor(this.#resolve(session), session);
+    if (programs) return programs.touch(ns, id, expire, fields);
     await this.#write(session, (m, store) => store.touchCandidate(m, ns, id, expire, fields));
   }
 
@@ -260,8 +264,8 @@ export class ElectionService {
     const dataSource = this.#resolve(session);
     // A test hook (see `paths.ts`): the locked path only, whatever fast path would apply.
     const locked = electsLocked(this);
-    const sqlite = locked ? undefined : this.#sqlite(dataSource, session);
-    if (sqlite) return sqlite.elect(ns, id, expire, fields);
+    const programs = locked ? undefined : this.#programsFor(dataSource, session);
+    if (programs) return programs.elect(ns, id, expire, fields);
     const store = storeOf(contextOf(dataSource));
     const { electInOneStatement } = store;
     if (electInOneStatement && !locked) {
@@ -355,16 +359,16 @@ export class ElectionService {
   async isLeader(candidateId: string, options?: CallOptions): Promise<boolean> {
     const id = checkCandidateId(candidateId);
     const { ns, session } = checkCallOptions(options);
-    const sqlite = this.#sqlite(this.#resolve(session), session);
-    if (sqlite) return sqlite.isLeader(ns, id);
+    const programs = this.#programsFor(this.#resolve(session), session);
+    if (programs) return programs.isLeader(ns, id);
     return this.#read(session, (m, store) => store.isLeader(m, ns, id));
   }
 
   /** Active candidates (`expires_at > now`), sorted ascending. */
   async listCandidates(options?: CallOptions): Promise<string[]> {
     const { ns, session } = checkCallOptions(options);
-    const sqlite = this.#sqlite(this.#resolve(session), session);
-    if (sqlite) return sqlite.activeCandidates(ns);
+    const programs = this.#programsFor(this.#resolve(session), session);
+    if (programs) return programs.activeCandidates(ns);
     return this.#read(session, (m, store) => store.activeCandidates(m, ns));
   }
 
@@ -374,8 +378,8 @@ export class ElectionService {
    */
   async getCandidates(options?: CallOptions): Promise<CandidateInfo[]> {
     const { ns, session } = checkCallOptions(options);
-    const sqlite = this.#sqlite(this.#resolve(session), session);
-    if (sqlite) return sqlite.candidateRows(ns);
+    const programs = this.#programsFor(this.#resolve(session), session);
+    if (programs) return programs.candidateRows(ns);
     return this.#read(session, (m, store) => store.candidateRows(m, ns));
   }
 
@@ -383,8 +387,8 @@ export class ElectionService {
   async unregisterCandidate(candidateId: string, options?: CallOptions): Promise<void> {
     const id = checkCandidateId(candidateId);
     const { ns, session } = checkCallOptions(options);
-    const sqlite = this.#sqlite(this.#resolve(session), session);
-    if (sqlite) return sqlite.unregister(ns, id);
+    const programs = this.#programsFor(this.#resolve(session), session);
+    if (programs) return programs.unregister(ns, id);
     await this.#write(session, async (m, store) => {
       await this.#vacateIfHeld(m, store, ns, id, 'unregistered');
       await store.deleteCandidate(m, ns, id);
@@ -394,8 +398,8 @@ export class ElectionService {
   /** The unexpired lease of the namespace, or null when vacant or expired. */
   async getLeader(options?: CallOptions): Promise<LeaderInfo | null> {
     const { ns, session } = checkCallOptions(options);
-    const sqlite = this.#sqlite(this.#resolve(session), session);
-    const row = sqlite ? await sqlite.readLeader(ns) : await this.#read(session, (m, store) => store.readLeader(m, ns));
+    const programs = this.#programsFor(this.#resolve(session), session);
+    const row = programs ? await programs.readLeader(ns) : await this.#read(session, (m, store) => store.readLeader(m, ns));
     return row?.live ? toInfo(row) : null;
   }
 
@@ -406,8 +410,8 @@ export class ElectionService {
   async resign(candidateId: string, options?: CallOptions): Promise<boolean> {
     const id = checkCandidateId(candidateId);
     const { ns, session } = checkCallOptions(options);
-    const sqlite = this.#sqlite(this.#resolve(session), session);
-    if (sqlite) return sqlite.resign(ns, id, 'resigned');
+    const programs = this.#programsFor(this.#resolve(session), session);
+    if (programs) return programs.resign(ns, id, 'resigned');
     return this.#write(session, (m, store) => this.#vacateIfHeld(m, store, ns, id, 'resigned'));
   }
 
@@ -419,8 +423,8 @@ export class ElectionService {
   async handOver(candidateId: string, options?: CallOptions): Promise<boolean> {
     const id = checkCandidateId(candidateId);
     const { ns, session } = checkCallOptions(options);
-    const sqlite = this.#sqlite(this.#resolve(session), session);
-    if (sqlite) return sqlite.resign(ns, id, 'handed-over');
+    const programs = this.#programsFor(this.#resolve(session), session);
+    if (programs) return programs.resign(ns, id, 'handed-over');
     return this.#write(session, (m, store) => this.#vacateIfHeld(m, store, ns, id, 'handed-over'));
   }
 
@@ -464,8 +468,8 @@ export class ElectionService {
     const dataSource = this.#resolve(session);
     const history = historyOf(contextOf(dataSource));
     const statement = history.select(query);
-    const sqlite = this.#sqlite(dataSource, session);
-    if (sqlite) return (await sqlite.readRows(statement)).map(history.toEntry);
+    const programs = this.#programsFor(dataSource, session);
+    if (programs) return (await programs.readRows(statement)).map(history.toEntry);
     return withManager(dataSource, session, (m) => history.read(m, statement));
   }
 
@@ -473,16 +477,16 @@ export class ElectionService {
   async #missed(dataSource: DataSource, ns: string, from: number, to: number): Promise<MissedTerm[]> {
     const history = historyOf(contextOf(dataSource));
     const statement = history.selectRange(ns, from, to);
-    const sqlite = this.#sqlite(dataSource, undefined);
-    const rows = sqlite ? await sqlite.readRows(statement) : await withManager(dataSource, undefined, (m) => execute(contextOf(dataSource), m, statement));
+    const programs = this.#programsFor(dataSource, undefined);
+    const rows = programs ? await programs.readRows(statement) : await withManager(dataSource, undefined, (m) => execute(contextOf(dataSource), m, statement));
     return rows.map((row) => ({ ...history.toEntry(row), metadata: history.metadataOf(row) }));
   }
 
   /** One read of the leader row and the database clock, outside any transaction. */
   async #observe(dataSource: DataSource, ns: string): Promise<ObservedLeader> {
     const store = storeOf(contextOf(dataSource));
-    const sqlite = this.#sqlite(dataSource, undefined);
-    if (sqlite) return store.parseObserved((await sqlite.readRows(store.observeStatement(ns)))[0]);
+    const programs = this.#programsFor(dataSource, undefined);
+    if (programs) return store.parseObserved((await programs.readRows(store.observeStatement(ns)))[0]);
     return withManager(dataSource, undefined, (m) => store.observeLeader(m, ns));
   }
 

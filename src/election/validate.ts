@@ -1,5 +1,5 @@
 import { ValidationError } from '../errors';
-import type { Session } from '../db/session';
+import type { Session } from '../db/session-type';
 
 /** Namespace used when `options.ns` is omitted. */
 export const DEFAULT_NS = 'default';

@@ -1,7 +1,7 @@
 /// <reference types="node" preserve="true" />
 import type { DataSource } from 'typeorm';
 import { contextOf } from '../../db/context';
-import { subscribeToLeaseChanges } from '../../databases/postgres/listener';
+import { subscribeToLeaseChanges } from '../../election/observe/lease-changes';
 import type { Overview } from '../queries/overview';
 import type { EventStream } from './event-stream';
 

@@ -10,6 +10,7 @@ import { mysqlDialect } from './dialect';
 import { mysqlPrune } from './prune';
 import { mysqlSchema } from './schema';
 import { MYSQL_TYPES, mysqlSetup } from './setup';
+import { mysqlElect } from './elect';
 
 registerDialect(MYSQL_TYPES, mysqlDialect);
 registerParts(mysqlDialect, {
@@ -21,5 +22,6 @@ registerParts(mysqlDialect, {
   demoLedger: mysqlDemoLedger,
   group: mysqlGroup,
   session: mysqlSession,
+  elect: mysqlElect,
 });
 registerTarget(mysqlTarget);

@@ -10,6 +10,8 @@ import { postgresDialect } from './dialect';
 import { postgresPrune } from './prune';
 import { postgresSchema } from './schema';
 import { POSTGRES_TYPES, postgresSetup } from './setup';
+import { postgresElect } from './elect';
+import { subscribeToLeaseChanges } from './listener';
 
 registerDialect(POSTGRES_TYPES, postgresDialect);
 registerParts(postgresDialect, {
@@ -21,5 +23,7 @@ registerParts(postgresDialect, {
   demoLedger: postgresDemoLedger,
   group: postgresGroup,
   session: postgresSession,
+  elect: postgresElect,
+  notifications: { subscribe: subscribeToLeaseChanges },
 });
 registerTarget(postgresTarget);

@@ -8,7 +8,27 @@ import { sql } from '../../db/sql';
 import { LoopRun } from '../../election/loop/loop-run';
 import { settlesWithin } from '../../election/loop/loop-support';
 import { LEADER_TABLE } from '../../election/schema';
-import { NOTIFY_CHANNEL, LeaseChange } from '../../election/store';
+import {
+  DEFAULT_LISTEN_CONNECT_TIMEOUT_MS,
+  DEFAULT_LISTEN_PROBE_TIMEOUT_MS,
+  DEFAULT_LISTEN_RECONNECT_MAX_MS,
+  DEFAULT_LISTEN_RECONNECT_MIN_MS,
+  LeaseChange,
+  LISTEN_APPLICATION_NAME,
+  NOTIFY_CHANNEL,
+} from '../../election/observe/listen-options';
+import type { LeaseChangeSubscription, ListenSubscriber, ListenTarget } from '../contract/notifications';
+
+// The LISTEN defaults and the subscriber types live in leaves the shared code may import (the
+// public API exports the defaults); re-exported for this module's importers.
+export {
+  DEFAULT_LISTEN_CONNECT_TIMEOUT_MS,
+  DEFAULT_LISTEN_PROBE_TIMEOUT_MS,
+  DEFAULT_LISTEN_RECONNECT_MAX_MS,
+  DEFAULT_LISTEN_RECONNECT_MIN_MS,
+  LISTEN_APPLICATION_NAME,
+} from '../../election/observe/listen-options';
+export type { LeaseChangeSubscription, ListenSubscriber, ListenTarget } from '../contract/notifications';
 
 /**
  * LISTEN for lease changes on PostgreSQL: one dedicated `pg` connection per DataSource and
@@ -21,44 +41,10 @@ import { NOTIFY_CHANNEL, LeaseChange } from '../../election/store';
  * a LISTEN session must stay on one connection for its whole life, which a pool cannot promise.
  */
 
-/** First delay before reconnecting a dropped LISTEN connection; doubles up to the maximum. */
-export const DEFAULT_LISTEN_RECONNECT_MIN_MS = 100;
-/** Longest delay between reconnection attempts of the LISTEN connection. */
-export const DEFAULT_LISTEN_RECONNECT_MAX_MS = 5_000;
-/** Connection timeout of the LISTEN connection unless the DataSource sets `connectTimeoutMS`. */
-export const DEFAULT_LISTEN_CONNECT_TIMEOUT_MS = 10_000;
 /** How long LISTEN and its set-up statements may take once connected, before the attempt is failed and retried. */
 const LISTEN_SETUP_TIMEOUT_MS = 10_000;
 /** How long closing the LISTEN connection waits for the server's goodbye. */
 const CLOSE_WAIT_MS = 1_000;
-/**
- * How long the LISTEN connection waits for the probe: a NOTIFY sent through the DataSource right
- * after LISTEN. A connection that does not receive it (a transaction-mode pooler hands the LISTEN
- * session's server connection to others between statements) is given up, once.
- */
-export const DEFAULT_LISTEN_PROBE_TIMEOUT_MS = 5_000;
-/** `application_name` of the LISTEN connection unless the DataSource sets one. */
-export const LISTEN_APPLICATION_NAME = 'gemstone-utils listener';
-
-export interface ListenSubscriber {
-  readonly ns: string;
-  /** Whether news about `ns` is for this subscriber; default: `ns` equals {@link ListenSubscriber.ns}. */
-  matches?(ns: string): boolean;
-  /** A lease of `ns` changed hands or was vacated. */
-  onChange(change: LeaseChange): void;
-  /** The connection failed (it is being re-established). */
-  onError(error: Error): void;
-  /** Listening again after a gap: notifications may have been missed. */
-  onResync(): void;
-  /** LISTEN does not deliver on this connection (the probe never arrived): it is closed for good. */
-  onUnavailable(error: Error): void;
-}
-
-/** Where the LISTEN connection goes. */
-export interface ListenTarget {
-  /** A connection string whose parts override the DataSource's; undefined: the DataSource's own. */
-  readonly url: string | undefined;
-}
 
 type PgModule = { Client: new (config: ClientConfig) => PgClient };
 
@@ -360,20 +346,6 @@ class PgListener {
 
 /** One listener per DataSource and target address ('' for the DataSource's own). */
 const listeners = new WeakMap<DataSource, Map<string, PgListener>>();
-
-/** A subscription to lease changes (see {@link subscribeToLeaseChanges}). */
-export interface LeaseChangeSubscription {
-  /**
-   * Settles once LISTEN is active, once the first attempt failed (which `onError` receives; it
-   * keeps reconnecting), or once the subscription is closed. Never rejects.
-   */
-  readonly ready: Promise<void>;
-  /**
-   * Unsubscribes; the last subscriber of a connection closes it. Resolves once nothing the
-   * connection started runs any more (reconnects, probe), within about a second.
-   */
-  close(): Promise<void>;
-}
 
 /**
  * Subscribes to lease changes of `subscriber.ns` on the shared LISTEN connection of the

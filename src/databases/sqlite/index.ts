@@ -10,6 +10,8 @@ import { sqliteDialect } from './dialect';
 import { sqlitePrune } from './prune';
 import { sqliteSchema } from './schema';
 import { SQLITE_TYPES, sqliteSetup } from './setup';
+import { sqliteElect } from './elect';
+import { sqlitePrograms } from './programs';
 
 registerDialect(SQLITE_TYPES, sqliteDialect);
 registerParts(sqliteDialect, {
@@ -21,5 +23,7 @@ registerParts(sqliteDialect, {
   demoLedger: sqliteDemoLedger,
   group: sqliteGroup,
   session: sqliteSession,
+  elect: sqliteElect,
+  programs: sqlitePrograms,
 });
 registerTarget(sqliteTarget);

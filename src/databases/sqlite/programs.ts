@@ -5,8 +5,11 @@ import { compile, CompiledStatement, isBetterSqlite, runProgram, runSyncStep, Sl
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { createHistoryStatements } from '../../election/observe/history';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
-import { decide, type ElectDecision, type ElectionStore, type LeaderRow, type Standing } from '../../election/store';
+import { decide } from '../../election/store';
+import type { ElectDecision, LeaderRow, Standing } from '../../election/rows';
 import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
+import type { ElectionPrograms, ProgramsPart } from '../contract/programs';
+import type { SharedStore } from '../contract/store';
 
 /**
  * The election's calls without `session` on SQLite, each ONE program run by `runProgram` (see
@@ -14,7 +17,7 @@ import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../elect
  * driver it runs as one `exec`, so every decision is made by the SQL (conditional UPDATEs), and the
  * rows read back tell the caller what happened. Same protocol as the general path in `service.ts`.
  */
-export function createSqlitePrograms(context: DbContext, dataSource: DataSource, waitMs: () => number | undefined, store: ElectionStore) {
+export function createSqlitePrograms(context: DbContext, dataSource: DataSource, waitMs: () => number | undefined, store: SharedStore): ElectionPrograms {
   const { dialect: d } = context;
   const candidates = context.table(CANDIDATE_TABLE);
   const leaders = context.table(LEADER_TABLE);
@@ -278,3 +281,9 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
 }
 
 export type SqlitePrograms = ReturnType<typeof createSqlitePrograms>;
+
+/**
+ * The `programs` part: every call without a transaction of the caller's runs as one program on
+ * the shared connection, never nested in another transaction nor hosting one.
+ */
+export const sqlitePrograms: ProgramsPart = { create: createSqlitePrograms };

@@ -12,7 +12,7 @@ import { ElectorHealth, ElectorRole, TickHealth } from './health';
 import { LocalDeadline } from './monotonic';
 import { LoopRun } from './loop-run';
 import { pruneIfDue, settlesWithin } from './loop-support';
-import { LeaseChangeSubscription, ListenSubscriber, ListenTarget, subscribeToLeaseChanges } from '../../databases/postgres/listener';
+import { deliversLeaseChanges, LeaseChangeSubscription, ListenSubscriber, ListenTarget, subscribeToLeaseChanges } from '../observe/lease-changes';
 import { ElectionService, ElectOutcome } from '../service';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from '../store';
@@ -351,7 +351,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     };
     this.#run = run;
     if (this.#o.handleSignals) this.#removeSignalHandlers = stopOnSignals(this);
-    if (dataSource.options.type === 'postgres' && this.#o.listen) {
+    if (deliversLeaseChanges(dataSource) && this.#o.listen) {
       run.listening = this.#listen(dataSource, this.#o.listen);
       // A stop meanwhile need not wait for the connection: it closes the subscription.
       await Promise.race([run.listening.ready, run.loop.whenEnded()]);

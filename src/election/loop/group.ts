@@ -15,7 +15,7 @@ import type { VacateReason } from '../observe/history';
 import { LoopRun } from './loop-run';
 import { LocalDeadline } from './monotonic';
 import { pruneIfDue, settlesWithin } from './loop-support';
-import { LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from '../../databases/postgres/listener';
+import { deliversLeaseChanges, LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from '../observe/lease-changes';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from '../store';
 import { ClockSkewAlarm, measureClockSkew } from './tick';
@@ -236,7 +236,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     this.#run = run;
     if (this.#o.handleSignals) this.#removeSignalHandlers = stopOnSignals(this);
     const starting = (async () => {
-      if (dataSource.options.type === 'postgres' && this.#o.listen) {
+      if (deliversLeaseChanges(dataSource) && this.#o.listen) {
         run.listening = this.#listen(dataSource, this.#o.listen.url);
         // A stop meanwhile need not wait for the connection: it closes the subscription.
         await Promise.race([run.listening.ready, run.loop.whenEnded()]);

@@ -136,10 +136,8 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
     /** Terms of a namespace newest first, below `before` if given. */
     select(query: CheckedHistoryQuery): SqlFragment {
       const below = query.before === undefined ? raw('') : sql` AND h.term < ${query.before}`;
-      // A parameter, so every limit shares one statement text. MySQL 8 refuses a LIMIT parameter
-      // sent as a double (mysql2's type for numbers) in a server-side prepared statement; as text it is taken.
-      const limit = d.name === 'mysql' ? String(query.limit) : query.limit;
-      return sql`SELECT ${columns} FROM ${history} h WHERE h.ns = ${query.ns}${below} ORDER BY h.term DESC LIMIT ${limit}`;
+      // Parameters, so every limit shares one statement text (bound as each driver takes them: see `Dialect.limit`).
+      return sql`SELECT ${columns} FROM ${history} h WHERE h.ns = ${query.ns}${below} ORDER BY h.term DESC ${d.limit(query.limit)}`;
     },
 
     /** Terms `from`..`to` (inclusive) of a namespace, oldest first: what a watcher missed between two reads. */

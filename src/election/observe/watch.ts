@@ -12,9 +12,9 @@ import {
 import { outsideRuns } from '../../db/run-guard';
 import { DEFAULT_STOP_TIMEOUT_MS } from '../loop/elector-options';
 import { LoopRun } from '../loop/loop-run';
-import { LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from '../../databases/postgres/listener';
+import { deliversLeaseChanges, LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from './lease-changes';
 import type { HistoryEntry } from './history';
-import type { ObservedLeader } from '../store';
+import type { ObservedLeader } from '../rows';
 import { checkNs, checkOptions } from '../validate';
 
 /** How often a watcher reads the leader row, in ms: 1000. On PostgreSQL it is the safety net behind LISTEN. */
@@ -250,7 +250,7 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
 
   async #read(): Promise<void> {
     const { dataSource } = this.#source;
-    if (dataSource.options.type === 'postgres') {
+    if (deliversLeaseChanges(dataSource)) {
       // Subscribed before the first read, so no change falls between the two.
       const subscription = this.#listen(dataSource);
       if (subscription) await Promise.race([subscription.ready, this.#run.whenEnded()]);

@@ -1,0 +1,224 @@
+import type { EntityManager } from 'typeorm';
+import { execute, executeBound } from '../../db/session';
+import { prepare, PreparedSql, raw, RawSql, slot, sql, SqlFragment } from '../../db/sql';
+import { LeaseChange, NOTIFY_CHANNEL } from '../../election/observe/listen-options';
+import type { ElectDecision } from '../../election/rows';
+import { LEADER_TABLE } from '../../election/schema';
+import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
+import type { ElectMembers, ElectParts, SharedStore } from '../contract/store';
+
+/**
+ * PostgreSQL's members of the single-namespace election (see `election/store.ts` for the shared
+ * statements): the whole `elect` in one statement, LISTEN/NOTIFY announcements, a locking read
+ * judged above its lock, and writes that tell what they did by RETURNING.
+ */
+export const postgresElect: ElectParts = { create: createPostgresElect };
+
+function createPostgresElect(shared: SharedStore): ElectMembers {
+  const { context, candidates, leaders, history, fieldColumns, bool } = shared;
+  const d = context.dialect;
+  // Identifies the leader table in announcements: an unqualified name lives in current_schema().
+  const leaderSchema = context.schemaName(LEADER_TABLE);
+  const announcedSchema = leaderSchema === undefined ? raw('current_schema()') : sql`CAST(${leaderSchema} AS text)`;
+  const announcedTable = sql`CAST(${context.tableName(LEADER_TABLE)} AS text)`;
+
+  /**
+   * The text of {@link electInOneStatement}, rendered once per combination of the
+   * candidate options a call gives (which columns the candidate upsert writes) and kept: a call
+   * only binds its values (`ns`, `id`, `expire`, and the options). The same text on every call
+   * is also what lets it run as a named prepared statement (planned once per connection).
+   */
+  const electStatements = new Map<number, PreparedSql>();
+  function electStatement(fields: CandidateFields): PreparedSql {
+    const key = (fields.metadataJson !== undefined ? 1 : 0) | (fields.priority !== undefined ? 2 : 0) | (fields.eligible !== undefined ? 4 : 0);
+    let prepared = electStatements.get(key);
+    if (prepared) return prepared;
+    const names = fieldColumns(fields).names;
+    const columns = raw(names.map((name) => `, ${name}`).join(''));
+    let values = sql``;
+    for (const name of names) values = sql`${values}, ${slot(name)}`;
+    const updated = raw(names.map((name) => `, ${name} = EXCLUDED.${name}`).join(''));
+    const ns = sql`CAST(${slot('ns')} AS varchar)`;
+    const me = sql`CAST(${slot('id')} AS varchar)`;
+    const later = sql`(clock_timestamp() + make_interval(secs => ${slot('expire')}))`;
+    prepared = prepare(
+      sql`WITH locked AS (
+  SELECT ns, leader_id, term, lease_expires_at FROM ${leaders} WHERE ns = ${ns} FOR UPDATE
+), seen AS (
+  -- The locked row only when its holder and term are the ones the statement's snapshot shows:
+  -- the history and the candidates below are read from that snapshot. Otherwise nothing is
+  -- decided nor written, and the caller runs the statement again.
+  SELECT k.ns, k.leader_id, k.term, k.lease_expires_at,
+    COALESCE(k.leader_id IS NOT NULL AND k.lease_expires_at > clock_timestamp(), false) AS live
+  FROM locked k JOIN ${leaders} s ON s.ns = k.ns AND s.term = k.term AND s.leader_id IS NOT DISTINCT FROM k.leader_id
+), ranked AS (
+  SELECT seen.*, (seen.live AND seen.leader_id = ${me}) AS renewing, st.registered, st.eligible,
+    COALESCE(st.rival_priority > st.priority, false) AS outranked
+  FROM seen CROSS JOIN LATERAL (
+    SELECT COALESCE(bool_or(c.candidate_id = ${me}), false) AS registered,
+      COALESCE(CAST(${slot('eligible')} AS boolean), bool_or(c.eligible) FILTER (WHERE c.candidate_id = ${me}), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
+      COALESCE(CAST(${slot('priority')} AS integer), max(c.priority) FILTER (WHERE c.candidate_id = ${me}), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
+      max(c.priority) FILTER (WHERE c.candidate_id <> ${me} AND c.eligible AND c.expires_at > clock_timestamp()) AS rival_priority
+    FROM ${candidates} c WHERE c.ns = seen.ns
+  ) st
+), decided AS (
+  SELECT ns, leader_id, term, lease_expires_at, live, renewing, registered, (renewing OR (NOT live AND eligible AND NOT outranked)) AS takes,
+    (renewing AND (NOT eligible OR outranked)) AS hand_over
+  FROM ranked
+), lease AS (
+  UPDATE ${leaders} AS l
+  SET leader_id = ${me}, term = CASE WHEN decided.renewing AND (decided.hand_over OR l.lease_expires_at > clock_timestamp()) THEN decided.term ELSE decided.term + 1 END,
+    lease_expires_at = ${later}, updated_at = clock_timestamp()
+  FROM decided WHERE l.ns = decided.ns AND decided.takes AND NOT (decided.hand_over AND l.lease_expires_at <= clock_timestamp())
+  RETURNING l.ns, l.leader_id, l.term, l.term = decided.term AS renewed, l.updated_at AS granted_at
+), touch AS (
+  INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
+  SELECT ns, ${me}, clock_timestamp(), ${later}${values} FROM decided
+  ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at${updated}
+  -- Whether the row existed is told by the write, not by the snapshot: a row deleted by a
+  -- transaction that committed after the statement began is created here (xmax = 0: inserted).
+  RETURNING (xmax = 0) AS inserted
+), closed AS (
+  UPDATE ${history} AS h SET ended_at = decided.lease_expires_at, end_reason = CAST(${'expired'} AS varchar)
+  FROM lease, decided WHERE NOT lease.renewed AND decided.leader_id IS NOT NULL
+    AND h.ns = decided.ns AND h.term = decided.term AND h.ended_at IS NULL
+), opened AS (
+  INSERT INTO ${history} (ns, term, leader_id, acquired_at, ended_at, end_reason)
+  SELECT lease.ns, lease.term, lease.leader_id, lease.granted_at, NULL, NULL FROM lease WHERE NOT lease.renewed
+  ON CONFLICT (ns, term) DO UPDATE SET leader_id = EXCLUDED.leader_id, acquired_at = EXCLUDED.acquired_at, ended_at = NULL, end_reason = NULL
+), announced AS (
+  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
+    'ns', lease.ns, 'leaderId', lease.leader_id, 'term', lease.term)::text)
+  FROM lease WHERE NOT lease.renewed
+)
+SELECT decided.ns IS NULL AS stale, decided.leader_id, decided.term, decided.live, decided.hand_over,
+  COALESCE((SELECT NOT inserted FROM touch), decided.registered) AS registered,
+  lease.term AS new_term, lease.renewed, (SELECT count(*) FROM announced) AS announced, ${d.instant(d.now.text)} AS db_now
+FROM locked LEFT JOIN decided ON true LEFT JOIN lease ON true`,
+      d.placeholders,
+      'gemstone_elect',
+    );
+    electStatements.set(key, prepared);
+    return prepared;
+  }
+
+  return {
+    /**
+     * `elect` locks the leader row first and inserts it only for a new namespace (the lock of a
+     * missing row finds nothing and takes no gap lock here), saving a statement on every renewal.
+     */
+    insertsLeaderRowFirst: false,
+
+    /** One statement does it all (see {@link electInOneStatement}): no follower read first. */
+    followerReadsFirst: false,
+
+    /** The new version's `xmax` is 0 only for an insert: the write tells whether the row existed. */
+    async touchCandidate(m: EntityManager, upsert: SqlFragment): Promise<boolean> {
+      const [row] = await execute<{ inserted?: unknown }>(context, m, sql`${upsert} RETURNING (xmax = 0) AS inserted`);
+      return row?.inserted === true;
+    },
+
+    /**
+     * PostgreSQL computes a plain locking SELECT's columns below the lock (before any wait), so
+     * the row is locked in a CTE (`FOR SHARE` to fence, `FOR UPDATE` where leadership may change
+     * hands) and judged by `clock_timestamp()` above it.
+     */
+    async lockLeader(m: EntityManager, ns: string, mode: 'write' | 'read', _writeLockHeld: boolean, standing: RawSql | SqlFragment) {
+      const lock = raw(mode === 'read' ? 'FOR SHARE' : 'FOR UPDATE');
+      const statement = sql`WITH locked AS (SELECT ns, leader_id, term, lease_expires_at, updated_at FROM ${leaders} WHERE ns = ${ns} ${lock})
+SELECT ${raw(shared.selectLeader('l'))}${standing} FROM locked l`;
+      const [row] = await execute(context, m, statement);
+      return row;
+    },
+
+    /** The renewal counted by RETURNING. */
+    async renewIfLive(m: EntityManager, where: SqlFragment, expireSeconds: number): Promise<boolean> {
+      const [row] = await execute(
+        context,
+        m,
+        sql`WITH renewed AS (UPDATE ${leaders} SET lease_expires_at = ${d.nowPlus(expireSeconds)}, updated_at = ${d.now} ${where} RETURNING 1)
+SELECT COUNT(*) AS n FROM renewed`,
+      );
+      return Number(row?.n) > 0;
+    },
+
+    /**
+     * PostgreSQL: the whole `elect` of an existing namespace in ONE statement (one round trip, one
+     * transaction when run outside the caller's), returning what it decided; undefined when the
+     * namespace has no leader row yet, and `'stale'` when the row changed hands after the
+     * statement's snapshot was taken (in both cases nothing was written: the caller runs the
+     * statement again, or takes the locked path).
+     *
+     * It decides as the locked path does ({@link decide}, on the newest committed leader row, by the
+     * database clock after the lock), clause by clause:
+     * - `locked` reads the leader row `FOR UPDATE`: after waiting for another transaction's lock,
+     *   its newest committed version (READ COMMITTED). `lease` and `touch` take their input rows
+     *   from it, so the leader row is locked before the candidate row is written (lock order).
+     * - Everything else the statement reads comes from its snapshot, taken when it began, before
+     *   any wait: the history row the takeover closes and the candidates. `seen` therefore keeps
+     *   the locked row only when its holder and term are the snapshot's. A takeover or a vacancy
+     *   committed while the statement waited (whose history row, candidate changes and the term
+     *   itself the snapshot does not show) makes it decide nothing, write nothing and answer
+     *   `'stale'`; the next statement has a new snapshot. What else can have changed meanwhile:
+     *   the holder's renewal (the lease end, read from the locked row) and candidates' heartbeats,
+     *   which take no lock of the leader row on any path: the locked path reads them in its locking
+     *   statement, whose snapshot is taken before its wait too.
+     * - `live` (in `seen`) and the rivals' liveness (in `ranked`, a subquery run per locked row) are
+     *   judged by `clock_timestamp()` evaluated after the lock was granted. (Not in `locked`
+     *   itself: PostgreSQL computes a locking SELECT's columns before waiting for the lock when the
+     *   holder leaves the row as it was, e.g. a fenced transaction's `FOR SHARE`.)
+     * - `ranked` reads the caller's stored priority and eligibility and the highest priority of the
+     *   other live eligible candidates in one aggregate over the namespace's candidate rows; with
+     *   the options given, `decided` applies {@link decide}'s rule: renew, take a vacant or expired
+     *   lease, or follow.
+     * - `lease` writes the decision, and decides a renewal again by the clock of the write: a lease
+     *   that ran out since `seen` is taken as term + 1 (or, when the caller should hand it over,
+     *   not taken at all), never extended under its old term.
+     * - History (see `history.ts`), only when the lease changed hands: `closed` ends the lapsed
+     *   term at its lease's end, `opened` starts the new one, dated by the write that granted it.
+     *   A renewal writes none of it.
+     * - The announcement (pg_notify, delivered at commit) is sent only when the lease changed
+     *   hands, with the same payload fields as {@link announce}.
+     */
+    electInOneStatement: async (
+      m: EntityManager,
+      ns: string,
+      candidateId: string,
+      expireSeconds: number,
+      fields: CandidateFields = {},
+    ): Promise<ElectDecision | 'stale' | undefined> => {
+      const [row] = await executeBound(context, m, electStatement(fields), {
+        ns,
+        id: candidateId,
+        expire: expireSeconds,
+        metadata: fields.metadataJson,
+        priority: fields.priority ?? null,
+        eligible: bool(fields.eligible),
+      });
+      if (!row) return undefined;
+      if (row.stale === true) return 'stale';
+      const leads = row.new_term !== null && row.new_term !== undefined;
+      const renewed = leads && row.renewed === true;
+      const leaderId = row.leader_id as string | null;
+      return {
+        leaderId: leads ? candidateId : row.live === true && leaderId !== candidateId ? leaderId : null,
+        term: Number(leads ? row.new_term : row.term),
+        isLeader: leads,
+        acquired: leads && !renewed,
+        handOver: renewed && row.hand_over === true,
+        wasRegistered: row.registered === true,
+        databaseNow: d.parseInstant(row.db_now) as Date,
+      };
+    },
+
+    /** Announces a lease change to LISTENers (delivered when the transaction commits). */
+    async announce(m: EntityManager, change: LeaseChange): Promise<void> {
+      await execute(
+        context,
+        m,
+        sql`SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
+  'ns', CAST(${change.ns} AS text), 'leaderId', CAST(${change.leaderId} AS text), 'term', CAST(${change.term} AS bigint))::text)`,
+      );
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import type { CandidateMetadata } from './validate';
+
+/*
+ * The election's rows as the library reads them, and what one `elect` decided: plain types, in a
+ * leaf module, so the database contracts (`databases/contract/`) can name them without importing
+ * the store (which asks the database parts). Re-exported by `store.ts`.
+ */
+
+/** The leader row as the library reads it: `live` is decided by the database clock. */
+export interface LeaderRow {
+  ns: string;
+  leaderId: string | null;
+  term: number;
+  /** `leader_id` is set and `lease_expires_at > now`. */
+  live: boolean;
+  leaseExpiresAt: Date | null;
+  updatedAt: Date;
+  /** The metadata of the candidate row named by `leader_id`; null without one (or without metadata). */
+  metadata: CandidateMetadata | null;
+  /** The database clock when the row was read. */
+  now: Date;
+}
+
+/** The leader row as a watcher sees it, with the database clock of the read (see `watch.ts`). */
+export interface ObservedLeader {
+  /** Undefined when the namespace has no leader row yet. */
+  row: LeaderRow | undefined;
+  /** The database clock at the read. */
+  now: Date;
+  /** When the row's current term was acquired, from its history row (null without one). */
+  acquiredAt: Date | null;
+  /** When the row's current term ended, from its history row (null while open or without one). */
+  endedAt: Date | null;
+  /** The named leader's candidate metadata (null when none or the candidate row is gone). */
+  metadata: Record<string, unknown> | null;
+}
+
+/**
+ * Where the caller of `elect` stands among the candidates, read with the leader row (in the same
+ * statement, so it costs no round trip): its stored priority and eligibility, whether its row
+ * exists, and the highest priority among the OTHER live eligible candidates.
+ */
+export interface Standing {
+  registered: boolean;
+  storedPriority: number | null;
+  storedEligible: boolean | null;
+  /** Null when no other live eligible candidate exists. */
+  rivalPriority: number | null;
+}
+
+/** What one `elect` decided, as a one-statement elect or a program reports it. */
+export interface ElectDecision {
+  /** Null when nobody holds an unexpired lease after the call (the caller did not take a vacant one). */
+  leaderId: string | null;
+  term: number;
+  isLeader: boolean;
+  acquired: boolean;
+  /** The caller renewed a lease it should give up (ineligible, or outranked by a live eligible candidate). */
+  handOver: boolean;
+  /** The caller's candidate row existed before the call. */
+  wasRegistered: boolean;
+  databaseNow: Date;
+}
+
+/** A candidate row as `getCandidates` reports it. */
+export interface CandidateRow {
+  candidateId: string;
+  lastHeartbeatAt: Date;
+  expiresAt: Date;
+  priority: number;
+  eligible: boolean;
+  metadata: CandidateMetadata | null;
+}
