@@ -200,8 +200,8 @@ function postgresGroupStatements(context: DbContext): GroupStatements {
   FROM lease x WHERE NOT x.renewing AND x.old_leader IS NOT NULL
 ), closed AS (
   -- The lapsed term of each lease taken over is closed 'expired' at its lease's end. The history
-  -- rows are found by their primary key (ns = ANY, then the term by key lookup), not by joining
-  -- lease: see released_set.
+  -- rows are selected by ns = ANY (the primary key's index) and their term looked up by key in
+  -- one row of taken_over, not by joining lease: see released_set.
   UPDATE ${history} AS h SET ended_at = (jsonb_populate_record(CAST(NULL AS ${history}), t.m -> CAST(h.ns AS text))).ended_at,
     end_reason = CAST(${'expired'} AS varchar)
   FROM taken_over t WHERE h.ns = ANY (t.nss)
