@@ -71,9 +71,14 @@ function postgresGroupStatements(context: DbContext): GroupStatements {
 ), vacated AS (
   UPDATE ${leaders} AS l SET leader_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
   FROM released k WHERE l.ns = k.ns RETURNING l.ns, l.term
+), released_set AS MATERIALIZED (
+  -- The released namespaces as one jsonb object (ns -> true), looked up by key below: a join of
+  -- two of the statement's own results is planned from estimates of a row or two (the namespaces
+  -- are a parameter the planner cannot count) as a nested loop, N x N comparisons.
+  SELECT COALESCE(jsonb_object_agg(k.ns, true), CAST('{}' AS jsonb)) AS m FROM released k
 ), release_skipped AS (
   SELECT l.ns FROM ${leaders} l WHERE l.ns = ANY (CAST(${release.map(([ns]) => ns)} AS varchar[])) AND l.leader_id = ${me}
-    AND NOT EXISTS (SELECT 1 FROM released k WHERE k.ns = l.ns)
+    AND (SELECT m FROM released_set) -> CAST(l.ns AS text) IS NULL
 ), vacated_announced AS (
   SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
     'ns', v.ns, 'leaderId', NULL, 'term', v.term)::text) FROM vacated v
@@ -113,12 +118,15 @@ function postgresGroupStatements(context: DbContext): GroupStatements {
   -- this statement's snapshot; it is unknown this tick.
   SELECT k.ns, k.leader_id, k.term, k.lease_expires_at, COALESCE(k.leader_id IS NOT NULL AND k.lease_expires_at > clock_timestamp(), false) AS live
   FROM locked k JOIN snap s ON s.ns = k.ns AND s.term = k.term AND s.leader_id IS NOT DISTINCT FROM k.leader_id
+), seen_set AS MATERIALIZED (
+  -- seen's namespaces as one jsonb object (ns -> true), looked up by key (see released_set).
+  SELECT COALESCE(jsonb_object_agg(s.ns, true), CAST('{}' AS jsonb)) AS m FROM seen s
 ), unlocked AS (
   -- Held by someone else (not locked), as of the snapshot, and not in seen; a row skipped as
   -- locked, or that changed hands after the snapshot, is in neither (unknown).
   SELECT l.ns, l.leader_id, l.term FROM ${leaders} l
   WHERE l.ns = ANY (${nss}) AND l.leader_id IS NOT NULL AND l.leader_id <> ${me} AND l.lease_expires_at > clock_timestamp()
-    AND NOT EXISTS (SELECT 1 FROM seen s WHERE s.ns = l.ns)
+    AND (SELECT m FROM seen_set) -> CAST(l.ns AS text) IS NULL
 ), missing AS (
   SELECT i.ns FROM input i WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = i.ns)
 ), others AS (
@@ -184,10 +192,20 @@ function postgresGroupStatements(context: DbContext): GroupStatements {
   WHERE (SELECT count(*) FROM decided) >= 0
   ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at,
     priority = EXCLUDED.priority, eligible = EXCLUDED.eligible${metaUpdate}
-), closed AS (
-  UPDATE ${history} AS h SET ended_at = x.old_lease, end_reason = CAST(${'expired'} AS varchar)
+), taken_over AS MATERIALIZED (
+  -- The leases taken from a previous holder (lapsed): their namespaces, and one jsonb object
+  -- ns -> {term, ended_at} of the lapsed term (read back typed as the history row's columns).
+  SELECT COALESCE(array_agg(x.ns), CAST('{}' AS varchar[])) AS nss,
+    COALESCE(jsonb_object_agg(x.ns, jsonb_build_object('term', x.old_term, 'ended_at', x.old_lease)), CAST('{}' AS jsonb)) AS m
   FROM lease x WHERE NOT x.renewing AND x.old_leader IS NOT NULL
-    AND h.ns = x.ns AND h.term = x.old_term AND h.ended_at IS NULL
+), closed AS (
+  -- The lapsed term of each lease taken over is closed 'expired' at its lease's end. The history
+  -- rows are selected by ns = ANY (the primary key's index) and their term looked up by key in
+  -- one row of taken_over, not by joining lease: see released_set.
+  UPDATE ${history} AS h SET ended_at = (jsonb_populate_record(CAST(NULL AS ${history}), t.m -> CAST(h.ns AS text))).ended_at,
+    end_reason = CAST(${'expired'} AS varchar)
+  FROM taken_over t WHERE h.ns = ANY (t.nss)
+    AND h.term = (jsonb_populate_record(CAST(NULL AS ${history}), t.m -> CAST(h.ns AS text))).term AND h.ended_at IS NULL
 ), acquired AS (
   -- Dated by the write that granted the lease (clock_timestamp() moves on while a statement of
   -- thousands of rows runs): a term never begins after its lease's end.
@@ -200,13 +218,19 @@ function postgresGroupStatements(context: DbContext): GroupStatements {
 ), announced AS (
   SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
     'ns', a.ns, 'leaderId', ${me}, 'term', a.term)::text) FROM acquired a
+), written AS MATERIALIZED (
+  -- lease's rows as one jsonb object ns -> [term, renewing], looked up by key in result instead of
+  -- joining decided to lease (see released_set).
+  SELECT COALESCE(jsonb_object_agg(x.ns, jsonb_build_array(x.term, x.renewing)), CAST('{}' AS jsonb)) AS m FROM lease x
 ), result AS (
-  -- The locked rows as decided and written (each taken one was written: it is locked), the created
-  -- rows as inserted (a racing insert of the same row leaves it out: unknown), the others' rows.
-  SELECT d.ns, CASE WHEN x.ns IS NOT NULL THEN ${me} WHEN d.live AND NOT d.takes THEN d.leader_id END AS leader_id,
-    COALESCE(x.term, d.term) AS term,
-    x.ns IS NOT NULL AS leads, COALESCE(NOT x.renewing, false) AS acquired, COALESCE(d.hand_over AND x.renewing, false) AS hand_over
-  FROM decided d LEFT JOIN lease x ON x.ns = d.ns WHERE d.existing
+  -- The locked rows as decided and written (each taken one was written: it is locked; x.w: the
+  -- row lease wrote, NULL when it wrote none), the created rows as inserted (a racing insert of
+  -- the same row leaves it out: unknown), the others' rows.
+  SELECT d.ns, CASE WHEN x.w IS NOT NULL THEN ${me} WHEN d.live AND NOT d.takes THEN d.leader_id END AS leader_id,
+    COALESCE(CAST(x.w ->> 0 AS bigint), d.term) AS term,
+    x.w IS NOT NULL AS leads, COALESCE(NOT CAST(x.w ->> 1 AS boolean), false) AS acquired,
+    COALESCE(d.hand_over AND CAST(x.w ->> 1 AS boolean), false) AS hand_over
+  FROM decided d CROSS JOIN LATERAL (SELECT (SELECT m FROM written) -> CAST(d.ns AS text) AS w) x WHERE d.existing
   UNION ALL
   SELECT ns, leader_id, term, leader_id IS NOT NULL, leader_id IS NOT NULL, false FROM created
   UNION ALL
@@ -218,7 +242,9 @@ SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a
   (SELECT json_agg(json_build_object('n', ns, 't', term)) FROM vacated) AS released,
   (SELECT count(*) FROM vacated_announced) AS vacated_announced,
   (SELECT json_agg(ns) FROM release_skipped) AS release_skipped,
-  (SELECT count(*) FROM input i WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = i.ns AND c.candidate_id = ${me})) AS unregistered,
+  -- Counted by a subplan per namespace (its primary-key lookup), not an anti join the planner
+  -- makes a nested loop over a scan of the candidate rows.
+  (SELECT count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM ${candidates} c WHERE c.ns = i.ns AND c.candidate_id = ${me})) FROM input i) AS unregistered,
   ${d.instant(d.now.text)} AS db_now`,
     );
     if (!row) throw new Error('gemstone-utils: the group election statement returned no row');
