@@ -39,6 +39,11 @@ const CLOSE_WAIT_MS = 1_000;
  * servers (a failover address mid-switch) the connection is made again and probed again.
  */
 export const DEFAULT_LISTEN_PROBE_TIMEOUT_MS = 5_000;
+/**
+ * Probes in a row that may reach another server than the LISTEN connection before LISTEN is given
+ * up all the same (with the backoff and the probe waits, about a minute: longer than a failover).
+ */
+const MAX_PROBES_ELSEWHERE = 10;
 /** `application_name` of the LISTEN connection unless the DataSource sets one. */
 export const LISTEN_APPLICATION_NAME = 'gemstone-utils listener';
 
@@ -351,7 +356,8 @@ class PgListener {
     if (delivered) this.#misses = 0;
     // Closed, or replaced by a reconnect (which probes again), meanwhile.
     if (delivered || this.#run.ended || this.#client !== client) return;
-    if (differentServers(server, sender)) {
+    const elsewhere = differentServers(server, sender);
+    if (elsewhere && this.#misses < MAX_PROBES_ELSEWHERE) {
       // The next attempt waits longer each time in a row (the connection itself succeeds, so the
       // reconnect backoff alone would start over at its minimum).
       this.#failures = Math.max(this.#failures, ++this.#misses);
@@ -365,8 +371,12 @@ class PgListener {
     }
     this.#unavailable = new Error(
       `gemstone-utils: a NOTIFY sent through the DataSource did not arrive on the LISTEN connection within ${DEFAULT_LISTEN_PROBE_TIMEOUT_MS} ms. ` +
-        'This is what a transaction-mode connection pooler (PgBouncer pool_mode=transaction, and the like) between the application and ' +
-        'PostgreSQL does. LISTEN is off: a leader stepping down is noticed on the next tick (within intervalMs) instead of at once. ' +
+        (elsewhere
+          ? `${MAX_PROBES_ELSEWHERE + 1} probes in a row reached another server than the LISTEN connection: the connection address spreads ` +
+            'connections over several servers, which do not share notifications. '
+          : 'This is what a transaction-mode connection pooler (PgBouncer pool_mode=transaction, and the like) between the application and ' +
+            'PostgreSQL does. ') +
+        'LISTEN is off: a leader stepping down is noticed on the next tick (within intervalMs) instead of at once. ' +
         'For instant hand-over give the elector `listen: { url }` with a direct connection to PostgreSQL (or a session-mode pool); ' +
         '`listen: false` skips LISTEN and this check.',
     );
