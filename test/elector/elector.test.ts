@@ -254,7 +254,7 @@ describeEachDatabase('LeaderElector', (db) => {
               // looked up once per DataSource.
               if (/^(SET TRANSACTION ISOLATION LEVEL|SHOW transaction_isolation|SELECT current_setting\('transaction_isolation'\)|SELECT VERSION\(\) AS version$|SELECT @@wsrep_on AS wsrep$)/i.test(text)) return;
               // The LISTEN connection's delivery check: one NOTIFY per connection, not a tick.
-              if (/^SELECT pg_notify\(CAST\(\$1 AS text\), CAST\(\$2 AS text\)\)$/.test(text)) return;
+              if (/^SELECT pg_notify\(CAST\(\$1 AS text\), CAST\(\$2 AS text\)\) AS probe, inet_server_addr\(\)/.test(text)) return;
               // The loop's candidate and history pruning (its own statements or transactions, not a tick's).
               if (/^DELETE FROM \S*gemstone_election_(candidate\S* WHERE .*expires_at <|history\S* WHERE .*ended_at <)/is.test(text)) {
                 if (inTransaction) begins.pop();

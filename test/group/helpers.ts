@@ -70,7 +70,7 @@ export class TransactionCounter implements Logger {
   logQuery(q: string): void {
     const text = q.trim();
     if (/^(SET TRANSACTION ISOLATION LEVEL|SHOW transaction_isolation)/i.test(text)) return;
-    if (/^SELECT pg_notify\(CAST\(\$1 AS text\), CAST\(\$2 AS text\)\)$/.test(text)) return;
+    if (/^SELECT pg_notify\(CAST\(\$1 AS text\), CAST\(\$2 AS text\)\) AS probe, inet_server_addr\(\)/.test(text)) return;
     // The loop's pruning: a transaction of its own (or a statement), not a tick's.
     if (/^DELETE FROM \S*gemstone_election_(candidate|history)\S* WHERE /is.test(text) && /(expires_at|ended_at) </i.test(text)) {
       if (this.#inTransaction) this.transactions--;

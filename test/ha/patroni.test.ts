@@ -18,7 +18,13 @@
  * After every trial the surviving history (ha_ledger on the primary, see ledger.ts) is checked
  * against what the workers were told: acknowledged grants, renewals and fenced commits missing,
  * terms granted twice, stale rows, overlapping local leaderships. The workers are never restarted:
- * they must reconnect (and re-establish LISTEN) by themselves.
+ * they must reconnect (and re-establish LISTEN) by themselves. That LISTEN delivers again is
+ * checked on the hand-over after each fault (the next trial's, or a closing one after a scenario's
+ * last trial): every follower knew the outgoing leader, and learnt of the vacancy by NOTIFY — a
+ * 'leader' event with leaderId null, which only a notification produces (a tick would take the
+ * lease or see the next leader instead) — within a tick of the leader's stop. Exempt (counted as
+ * overtakenByTick) is the follower whose own tick, sent before any follower had heard of the
+ * vacancy, took the lease: the NOTIFY arriving after that is older news, and ignored.
  *
  * Synchronous mode (`synchronous_mode` + `synchronous_mode_strict`): nothing acknowledged is lost,
  * no term is granted twice. Asynchronous: the numbers are reported. Stale rows: none in either.
@@ -61,6 +67,10 @@ const TICK_MS = 1_000;
 const WRITE_EVERY_MS = 100;
 const TRIALS = FULL ? Number(process.env.GEMSTONE_HA_TRIALS || 10) : 1;
 const LISTENER_APP = 'gemstone-utils listener';
+/** A listener session counts once its LISTEN ran (the statements after it included). */
+const LISTENED = '^(LISTEN|SELECT current_schema|SELECT inet_server_addr)';
+/** How long after the leader's stop every follower must have heard of the vacancy (NOTIFY, not a tick). */
+const NOTIFY_LIMIT_MS = TICK_MS;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -81,6 +91,12 @@ interface TrialResult {
   newPrimary: string;
   /** The leader's stop() to another worker's 'elected' (LISTEN), right before the fault. */
   handoverMs: number;
+  /** The leader's stop() to the last follower's 'leader' event with leaderId null (the NOTIFY), on the same hand-over. */
+  notifyMs: number | null;
+  /** Followers that did not know the outgoing leader, or did not hear of the vacancy by NOTIFY in time, on that hand-over. */
+  deliveryMisses: string[];
+  /** Followers whose own tick took the vacant lease before the NOTIFY could tell them of the vacancy, on that hand-over. */
+  overtakenByTick: number;
   /** Fault to HAProxy routing to a writable primary again (after the outage). */
   writableMs: number;
   /** Fault to the first fenced commit after the outage. */
@@ -156,7 +172,9 @@ describe.each([
   const maxAckedTerm = () => Math.max(0, ...ackedLeases(logs()).map((a) => a.term));
 
   async function listeners(member: string): Promise<number> {
-    const rows = await cluster!.query(member, 'SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [LISTENER_APP], 'postgres').catch(() => [{ n: -1 }]);
+    const rows = await cluster!
+      .query(member, 'SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND query ~ $2', [LISTENER_APP, LISTENED], 'postgres')
+      .catch(() => [{ n: -1 }]);
     return Number(rows[0]!.n);
   }
 
@@ -210,6 +228,68 @@ describe.each([
     return (await readFile(file, 'utf8')).slice(offset);
   }
 
+  /**
+   * The leader's stop() (it starts again a tick later, so another worker takes over): when it
+   * stopped, when another worker acquired the lease, and whether LISTEN delivered to every
+   * follower — each knew the outgoing leader beforehand, and saw the vacancy ('leader' null,
+   * which only a NOTIFY produces) within NOTIFY_LIMIT_MS of the stop.
+   */
+  async function handOver(label: string) {
+    const outgoing = await until('a leader', () => leader(), 15_000);
+    const followers = workers.filter((w) => w !== outgoing);
+    const lastLeader = (w: WorkerProcess) => [...w.lines].reverse().find((l) => l.event === 'leader');
+    const misses: string[] = [];
+    // Followers learn of a new leader by NOTIFY, or at the latest at their next tick.
+    await until('every follower to know the leader', () => followers.every((w) => lastLeader(w)?.leaderId === outgoing.candidateId) || undefined, 3 * TICK_MS, 20).catch(() => {
+      for (const w of followers) {
+        const last = lastLeader(w);
+        if (last?.leaderId !== outgoing.candidateId) misses.push(`${label}: ${w.candidateId} did not know the leader ${outgoing.candidateId} (last 'leader' event: ${JSON.stringify(last)})`);
+      }
+    });
+    const stopFrom = outgoing.lines.length;
+    const followerFrom = followers.map((w) => w.lines.length);
+    outgoing.send(`restart ${TICK_MS}`);
+    const demoted = await outgoing.waitFor('the leader to stop', (l) => l.event === 'demoted', 15_000, stopFrom);
+    const elected = await until(
+      'another worker to acquire the lease',
+      () => {
+        for (const w of followers) {
+          const line = w.lines.find((l) => l.event === 'tick' && l.outcome === 'acquired' && l.t >= demoted.t);
+          if (line) return line;
+        }
+        return undefined;
+      },
+      15_000,
+      2,
+    );
+    const heard = (w: WorkerProcess, i: number) => w.lines.slice(followerFrom[i]).find((l) => l.event === 'leader' && l.leaderId === null && l.t >= demoted.t);
+    await until('every follower to hear of the vacancy', () => followers.every((w, i) => heard(w, i)) || undefined, NOTIFY_LIMIT_MS + 500, 10).catch(() => undefined);
+    let notifyMs: number | null = null;
+    let overtaken = 0;
+    const firstHeard = Math.min(...followers.map((w, i) => heard(w, i)?.t ?? Infinity));
+    followers.forEach((w, i) => {
+      const line = heard(w, i);
+      if (line && line.t - demoted.t <= NOTIFY_LIMIT_MS) {
+        notifyMs = Math.max(notifyMs ?? 0, line.t - demoted.t);
+        return;
+      }
+      // A race, not a miss: this follower's own tick, sent before any follower had heard of the
+      // vacancy, took the lease; the NOTIFY that came after it is older news, rightly ignored.
+      // (A follower without LISTEN would take it only at its next tick, after the others'.)
+      const own = w.lines.slice(followerFrom[i]).find((l) => l.event === 'tick' && l.outcome === 'acquired' && l.t >= demoted.t);
+      if (!line && own && own.t - Number(own.durationMs) <= firstHeard) {
+        overtaken++;
+        return;
+      }
+      const errors = w.events('error').slice(-5).map((l) => `${new Date(l.t).toISOString()} ${String(l.message)}`);
+      misses.push(
+        `${label}: ${w.candidateId} ${line ? `heard of the vacancy only after ${line.t - demoted.t} ms` : 'never heard of the vacancy'} ` +
+          `(leader stopped at ${new Date(demoted.t).toISOString()}; its lines since: ${JSON.stringify(w.lines.slice(followerFrom[i]).slice(0, 8))}; last errors: ${JSON.stringify(errors)})`,
+      );
+    });
+    return { demoted, elected, notifyMs, misses, overtaken };
+  }
+
   async function trial(scenario: Scenario, index: number): Promise<TrialResult> {
     const c = cluster!;
     let state = await c.waitHealthy();
@@ -219,23 +299,8 @@ describe.each([
     await until('fenced writes to flow', () => writes().length >= before + 3 || undefined, 30_000);
 
     // A hand-over right before the fault: its grant was acknowledged, the failover must keep it.
-    const outgoing = await until('a leader', () => leader(), 15_000);
-    const stopFrom = outgoing.lines.length;
-    outgoing.send('restart');
-    const demoted = await outgoing.waitFor('the leader to stop', (l) => l.event === 'demoted', 15_000, stopFrom);
-    const elected = await until(
-      'another worker to acquire the lease',
-      () => {
-        for (const w of workers) {
-          if (w === outgoing) continue;
-          const line = w.lines.find((l) => l.event === 'tick' && l.outcome === 'acquired' && l.t >= demoted.t);
-          if (line) return line;
-        }
-        return undefined;
-      },
-      15_000,
-      2,
-    );
+    // It also checks that LISTEN delivers again after the previous trial's fault.
+    const { demoted, elected, notifyMs, misses, overtaken } = await handOver(`${scenario} #${index}, before the fault`);
     const termBefore = maxAckedTerm();
     const victim = c.members.find((m) => m.name === oldPrimary)!;
     const logOffset = await fileSize(victim.log);
@@ -321,6 +386,9 @@ describe.each([
         oldPrimary,
         newPrimary,
         handoverMs: elected.t - demoted.t,
+        notifyMs,
+        deliveryMisses: misses,
+        overtakenByTick: overtaken,
         writableMs: routing.seenAt.up! - t0,
         firstCommitMs: first.at - t0,
         newTermCommitMs: firstNewTerm ? firstNewTerm.at - t0 : null,
@@ -349,9 +417,24 @@ describe.each([
         results.push(result);
         report(`Patroni ${mode} ${scenario} #${i + 1}`, result);
       }
+      // The last fault's hand-over: LISTEN delivers again after it too.
+      await cluster!.waitHealthy({ timeoutMs: 120_000 });
+      const closing = await handOver(`${scenario}, closing`);
+      report(`Patroni ${mode} ${scenario}: closing hand-over`, {
+        handoverMs: closing.elected.t - closing.demoted.t,
+        notifyMs: closing.notifyMs,
+        deliveryMisses: closing.misses,
+        overtakenByTick: closing.overtaken,
+      });
+      const deliveryMisses = [...mine.flatMap((r) => r.deliveryMisses), ...closing.misses];
       const sum = (key: keyof TrialResult) => mine.reduce((n, r) => n + Number(r[key]), 0);
       report(`Patroni ${mode} ${scenario}: ${TRIALS} trial(s)`, {
         handoverMs: stats(mine.map((r) => r.handoverMs)),
+        notifyMs: stats([...mine.map((r) => r.notifyMs), closing.notifyMs]),
+        deliveryMisses: deliveryMisses.length,
+        overtakenByTick: sum('overtakenByTick') + closing.overtaken,
+        // So far, all workers: probes that reached another member than the LISTEN connection (reconnected and probed again).
+        probesOnAnotherServer: workers.flatMap((w) => w.events('error')).filter((l) => /different server/.test(String(l.message))).length,
         writableMs: stats(mine.map((r) => r.writableMs)),
         firstCommitMs: stats(mine.map((r) => r.firstCommitMs)),
         newTermCommitMs: stats(mine.map((r) => r.newTermCommitMs)),
@@ -371,6 +454,7 @@ describe.each([
         expect(w.events('fatal')).toEqual([]);
         expect(w.events('error').filter((l) => /does not deliver/.test(String(l.message)))).toEqual([]);
       }
+      expect(deliveryMisses).toEqual([]);
       expect(mine).toHaveLength(TRIALS);
       expect(sum('staleRows')).toBe(0);
       if (synchronous) {

@@ -4,7 +4,7 @@ import type { ClientConfig, Client as PgClient, Notification } from 'pg';
 import { contextOf } from '../../db/context';
 import { outsideRuns } from '../../db/run-guard';
 import { execute } from '../../db/session';
-import { sql } from '../../db/sql';
+import { raw, sql } from '../../db/sql';
 import { LoopRun } from '../../election/loop/loop-run';
 import { settlesWithin } from '../../election/loop/loop-support';
 import { LEADER_TABLE } from '../../election/schema';
@@ -45,6 +45,11 @@ export type { LeaseChangeSubscription, ListenSubscriber, ListenTarget } from '..
 const LISTEN_SETUP_TIMEOUT_MS = 10_000;
 /** How long closing the LISTEN connection waits for the server's goodbye. */
 const CLOSE_WAIT_MS = 1_000;
+/**
+ * Probes in a row that may reach another server than the LISTEN connection before LISTEN is given
+ * up all the same (with the backoff and the probe waits, about a minute: longer than a failover).
+ */
+const MAX_PROBES_ELSEWHERE = 10;
 
 type PgModule = { Client: new (config: ClientConfig) => PgClient };
 
@@ -92,6 +97,39 @@ function loadPg(dataSource: DataSource): PgModule {
   if (given && typeof given.Client === 'function') return given;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   return require('pg') as PgModule;
+}
+
+/**
+ * Which PostgreSQL server (and which run of it) a connection reached: its address and port as the
+ * server sees them, and when its postmaster started. Two connections through one failover address
+ * (HAProxy, a virtual IP, DNS) differ here when they reached different members; behind a pooler
+ * they agree.
+ */
+interface ServerIdentity {
+  readonly addr: string | null;
+  readonly port: number | null;
+  readonly started: string | null;
+}
+
+/** Selected beside the probe's NOTIFY and on the LISTEN connection: the epoch, not text that depends on the session's TimeZone. */
+const IDENTITY_COLUMNS =
+  'inet_server_addr()::text AS server_addr, inet_server_port() AS server_port, extract(epoch FROM pg_postmaster_start_time())::text AS server_started';
+
+function identityOf(row: Record<string, unknown> | undefined): ServerIdentity | undefined {
+  if (!row) return undefined;
+  const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
+  const port = text(row.server_port);
+  return { addr: text(row.server_addr), port: port === null ? null : Number(port), started: text(row.server_started) };
+}
+
+/** Whether two identities name different servers; unknown (undefined or nothing to compare) is not different. */
+function differentServers(a: ServerIdentity | undefined, b: ServerIdentity | undefined): boolean {
+  if (!a || !b || a.started === null || b.started === null) return false;
+  return a.started !== b.started || a.addr !== b.addr || a.port !== b.port;
+}
+
+function describeServer(identity: ServerIdentity): string {
+  return `${identity.addr ?? 'local socket'}:${identity.port ?? '-'}, started at epoch ${identity.started}`;
 }
 
 function asError(error: unknown): Error {
@@ -148,6 +186,8 @@ class PgListener {
   #connecting: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #failures = 0;
+  /** Probes in a row that reached another server than the LISTEN connection: the backoff of the next attempt. */
+  #misses = 0;
   #hadConnection = false;
   #watched: WatchedTable | undefined;
 
@@ -228,10 +268,16 @@ class PgListener {
     const connectMs = Number(listenerConfig(this.#dataSource, this.#target).connectionTimeoutMillis) || 0;
     const setupLimitMs = (connectMs > 0 ? connectMs : DEFAULT_LISTEN_CONNECT_TIMEOUT_MS) + LISTEN_SETUP_TIMEOUT_MS;
     const watchdog = this.#run.timer(() => fail(new Error(`gemstone-utils: LISTEN was not set up within ${setupLimitMs} ms`)), setupLimitMs, false);
+    let server: ServerIdentity | undefined;
     try {
       await client.connect();
       await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
       this.#watched ??= await this.#watchedTable(client);
+      // IDENTITY_COLUMNS, spelt out: a statement's text is a literal (test/security/sql-rule.ts).
+      const identity = await client.query<Record<string, unknown>>(
+        'SELECT inet_server_addr()::text AS server_addr, inet_server_port() AS server_port, extract(epoch FROM pg_postmaster_start_time())::text AS server_started',
+      );
+      server = identityOf(identity.rows[0]);
     } catch (error) {
       fail(error);
       return;
@@ -250,7 +296,7 @@ class PgListener {
     if (this.#hadConnection) for (const s of [...this.#subscribers]) outsideRuns(() => s.onResync());
     this.#hadConnection = true;
     // Not awaited: start() need not wait for the answer (milliseconds unless LISTEN is broken).
-    void this.#run.start(() => this.#checkDelivery(client));
+    void this.#run.start(() => this.#checkDelivery(client, server, fail));
   }
 
   /**
@@ -259,34 +305,62 @@ class PgListener {
    * the notification never reaches this client: LISTEN is given up, once, and reported. The
    * NOTIFY must not come from this client itself: through a pooler it could run on the very
    * server connection that ran LISTEN and be delivered back, proving nothing.
+   *
+   * A NOTIFY that went to another server than this connection's (the same statement reads which
+   * one) proves nothing either: behind a failover address the pool may still hold a connection to
+   * the old primary while this one reached the new. Then this connection is made again, after a
+   * backoff, and probed again, until the two meet.
    */
-  async #checkDelivery(client: PgClient): Promise<void> {
+  async #checkDelivery(client: PgClient, server: ServerIdentity | undefined, fail: (error: unknown) => void): Promise<void> {
     const token = randomUUID();
-    let timer: NodeJS.Timeout | undefined;
-    const arrived = new Promise<boolean>((resolve) => {
-      this.#probe = { token, settle: resolve };
-      timer = this.#run.timer(() => resolve(false), DEFAULT_LISTEN_PROBE_TIMEOUT_MS, false);
-    });
+    let settle!: (delivered: boolean) => void;
+    const arrived = new Promise<boolean>((resolve) => (settle = resolve));
+    this.#probe = { token, settle };
+    let sender: ServerIdentity | undefined;
     try {
       const payload: ProbePayload = { probe: token };
       const context = contextOf(this.#dataSource);
-      await execute(context, this.#dataSource.manager, sql`SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), CAST(${JSON.stringify(payload)} AS text))`);
+      const rows = await execute(
+        context,
+        this.#dataSource.manager,
+        sql`SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), CAST(${JSON.stringify(payload)} AS text)) AS probe, ${raw(IDENTITY_COLUMNS)}`,
+      );
+      sender = identityOf(rows[0]);
     } catch {
       // The database is unreachable through the DataSource (or the listener closed): nothing
       // learnt; ticks report it.
-      this.#run.clear(timer);
       if (this.#probe?.token === token) this.#probe = undefined;
       return;
     }
+    // Counted from the commit: a NOTIFY whose commit waited (for a synchronous standby) is delivered late, not lost.
+    const timer = this.#run.timer(() => settle(false), DEFAULT_LISTEN_PROBE_TIMEOUT_MS, false);
     const delivered = await arrived;
     this.#run.clear(timer);
     if (this.#probe?.token === token) this.#probe = undefined;
+    if (delivered) this.#misses = 0;
     // Closed, or replaced by a reconnect (which probes again), meanwhile.
     if (delivered || this.#run.ended || this.#client !== client) return;
+    const elsewhere = differentServers(server, sender);
+    if (elsewhere && this.#misses < MAX_PROBES_ELSEWHERE) {
+      // The next attempt waits longer each time in a row (the connection itself succeeds, so the
+      // reconnect backoff alone would start over at its minimum).
+      this.#failures = Math.max(this.#failures, ++this.#misses);
+      fail(
+        new Error(
+          `gemstone-utils: the probe NOTIFY went to a different server (${describeServer(sender!)}) than the LISTEN connection ` +
+            `(${describeServer(server!)}): a failover in progress behind the connection address; reconnecting LISTEN and probing again`,
+        ),
+      );
+      return;
+    }
     this.#unavailable = new Error(
       `gemstone-utils: a NOTIFY sent through the DataSource did not arrive on the LISTEN connection within ${DEFAULT_LISTEN_PROBE_TIMEOUT_MS} ms. ` +
-        'This is what a transaction-mode connection pooler (PgBouncer pool_mode=transaction, and the like) between the application and ' +
-        'PostgreSQL does. LISTEN is off: a leader stepping down is noticed on the next tick (within intervalMs) instead of at once. ' +
+        (elsewhere
+          ? `${MAX_PROBES_ELSEWHERE + 1} probes in a row reached another server than the LISTEN connection: the connection address spreads ` +
+            'connections over several servers, which do not share notifications. '
+          : 'This is what a transaction-mode connection pooler (PgBouncer pool_mode=transaction, and the like) between the application and ' +
+            'PostgreSQL does. ') +
+        'LISTEN is off: a leader stepping down is noticed on the next tick (within intervalMs) instead of at once. ' +
         'For instant hand-over give the elector `listen: { url }` with a direct connection to PostgreSQL (or a session-mode pool); ' +
         '`listen: false` skips LISTEN and this check.',
     );

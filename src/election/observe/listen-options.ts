@@ -28,8 +28,10 @@ export const DEFAULT_LISTEN_RECONNECT_MAX_MS = 5_000;
 export const DEFAULT_LISTEN_CONNECT_TIMEOUT_MS = 10_000;
 /**
  * How long the LISTEN connection waits for the probe: a NOTIFY sent through the DataSource right
- * after LISTEN. A connection that does not receive it (a transaction-mode pooler hands the LISTEN
- * session's server connection to others between statements) is given up, once.
+ * after LISTEN, counted from the moment that NOTIFY committed. A connection that does not receive
+ * it although both reached the same server (a transaction-mode pooler hands the LISTEN session's
+ * server connection to others between statements) is given up, once. When they reached different
+ * servers (a failover address mid-switch) the connection is made again and probed again.
  */
 export const DEFAULT_LISTEN_PROBE_TIMEOUT_MS = 5_000;
 /** `application_name` of the LISTEN connection unless the DataSource sets one. */

@@ -8,7 +8,8 @@
 // more write under the stale term, as a buggy application would, and reports whether the fence
 // rejected it.
 // Reads commands on stdin: "stop" (stop the elector, destroy the DataSource, exit 0), "restart"
-// (stop the elector and start it again: a hand-over, the process and its DataSource stay).
+// or "restart <ms>" (stop the elector and start it again, after <ms>: a hand-over, the process and
+// its DataSource stay).
 // No handler for unhandled rejections or uncaught exceptions: an escaped error crashes it, and the
 // tests notice.
 'use strict';
@@ -96,8 +97,11 @@ async function main() {
   }
 
   readline.createInterface({ input: process.stdin }).on('line', async (line) => {
-    if (line.trim() === 'restart') {
+    const [command, pause] = line.trim().split(/\s+/);
+    if (command === 'restart') {
       await elector.stop();
+      // "restart <ms>": stay out that long first, so that another candidate takes the lease.
+      if (Number(pause) > 0) await new Promise((resolve) => setTimeout(resolve, Number(pause)));
       await elector.start();
       out('restarted', { isLeader: elector.isLeader });
       return;
