@@ -6,6 +6,7 @@
 import type { DataSource } from 'typeorm';
 import { describeEachDatabase, query, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
+import { LeaderElectorGroup } from 'gemstone-utils';
 import { kinds, recordingElector, waitFor } from './helpers';
 
 describeEachDatabase('LeaderElector and a term granted twice', (db) => {
@@ -33,6 +34,65 @@ describeEachDatabase('LeaderElector and a term granted twice', (db) => {
       expect(elector.term).toBe(1);
     } finally {
       await elector.stop();
+    }
+  });
+});
+
+describeEachDatabase('followers and a term granted twice', (db) => {
+  let ds: DataSource;
+  beforeAll(async () => {
+    ds = await db.connect();
+  });
+
+  /** What a failover that lost term 1's grant to `from` and granted term 1 to `to` leaves behind. */
+  const regrant = (ns: string, to: string) => query(ds, 'UPDATE gemstone_election_leader SET leader_id = ? WHERE ns = ?', [to, ns]);
+
+  test("a following LeaderElector reports the term's new holder (it kept the first holder, as stale news, before)", async () => {
+    const ns = freshNs();
+    const [first, second] = [uuid(), uuid()];
+    const holder = recordingElector(ds, { ns, candidateId: first, expireSeconds: 30, intervalMs: 10_000 });
+    await holder.elector.start();
+    const follower = recordingElector(ds, { ns, expireSeconds: 30, intervalMs: 200, listen: false });
+    const seen: Array<[string | null, number | null]> = [];
+    follower.elector.on('leader', (leaderId, term) => seen.push([leaderId, term]));
+    await follower.elector.start();
+    try {
+      await waitFor('the follower to see the first holder', () => follower.elector.leaderId === first, 5_000);
+      await regrant(ns, second);
+      await waitFor('the follower to see the second holder of term 1', () => follower.elector.leaderId === second, 5_000);
+      expect(seen).toEqual([
+        [first, 1],
+        [second, 1],
+      ]);
+    } finally {
+      await follower.elector.stop();
+      await holder.elector.stop();
+    }
+  });
+
+  test("a following LeaderElectorGroup reports the term's new holder", async () => {
+    const ns = freshNs();
+    const [first, second] = [uuid(), uuid()];
+    const holder = recordingElector(ds, { ns, candidateId: first, expireSeconds: 30, intervalMs: 10_000 });
+    await holder.elector.start();
+    const group = new LeaderElectorGroup({ dataSource: ds, namespaces: [ns], expireSeconds: 30, intervalMs: 200, listen: false });
+    const seen: Array<[string | null, number | null]> = [];
+    group.on('leader', (name, leaderId, term) => {
+      if (name === ns) seen.push([leaderId, term]);
+    });
+    group.on('error', () => undefined);
+    await group.start();
+    try {
+      await waitFor('the group to see the first holder', () => seen.some(([id]) => id === first), 5_000);
+      await regrant(ns, second);
+      await waitFor('the group to see the second holder of term 1', () => seen.some(([id]) => id === second), 5_000);
+      expect(seen).toEqual([
+        [first, 1],
+        [second, 1],
+      ]);
+    } finally {
+      await group.stop();
+      await holder.elector.stop();
     }
   });
 });

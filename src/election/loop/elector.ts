@@ -750,10 +750,15 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#emitSafely('demoted', lease, reason);
   }
 
-  /** Records the observed leader; emits `'leader'` and calls `onNewLeader` when it changed. Stale news is ignored. */
+  /**
+   * Records the observed leader; emits `'leader'` and calls `onNewLeader` when it changed. Stale
+   * news (an older term, or the grant of a term already seen vacated) is ignored. Another holder
+   * at the same rank is news: a term granted twice (a failover that lost an acknowledged grant)
+   * names a new leader under the number already seen, and the database's answer wins.
+   */
   #observe(leaderId: string | null, term: number): void {
     const rank = term * 2 + (leaderId === null ? 1 : 0);
-    if (rank <= this.#observedRank) return;
+    if (rank < this.#observedRank || (rank === this.#observedRank && leaderId === this.#observedLeader)) return;
     this.#observedRank = rank;
     const observedTerm = leaderId === null ? null : term;
     if (leaderId === this.#observedLeader && observedTerm === this.#observedTerm) return;

@@ -652,10 +652,11 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     this.#emitSafely('demoted', lease, reason);
   }
 
+  /** Records the observed leader of `ns` (the rules of {@link LeaderElector}'s: a term granted twice is news). */
   #observe(ns: string, leaderId: string | null, term: number): void {
     const rank = term * 2 + (leaderId === null ? 1 : 0);
     const previous = this.#observed.get(ns) ?? { leaderId: null, term: null, rank: -1 };
-    if (rank <= previous.rank) return;
+    if (rank < previous.rank || (rank === previous.rank && leaderId === previous.leaderId)) return;
     const observedTerm = leaderId === null ? null : term;
     this.#observed.set(ns, { leaderId, term: observedTerm, rank });
     if (previous.leaderId === leaderId && previous.term === observedTerm) return;
