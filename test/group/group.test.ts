@@ -96,6 +96,28 @@ describeEachDatabase('LeaderElectorGroup', (db) => {
     return recorded;
   }
 
+  test("the tick's clock skew is measured over its round trip, not over the time its answer took to apply", async () => {
+    const { group: g } = group(ds, { namespaces: namespaces(freshNs(), 3) });
+    const ticks: election.GroupTick[] = [];
+    g.on('tick', (tick) => ticks.push(tick));
+    // Applying the first tick's answer takes 300 ms: 100 ms per namespace in a listener of 'elected',
+    // which runs synchronously while the answer is applied.
+    g.on('elected', () => {
+      const until = performance.now() + 100;
+      while (performance.now() < until) {
+        // a slow listener
+      }
+    });
+    await g.start();
+    const [first] = ticks;
+    expect(first).toMatchObject({ acquired: 3, error: null });
+    const skew = first!.clockSkew!;
+    // The error bound is half the measured round trip (+1 ms): it cannot exceed half the tick's own duration.
+    expect(skew.errorSeconds).toBeLessThanOrEqual(first!.durationSeconds / 2 + 0.001 + 1e-9);
+    // One host's clock on both sides (local servers): the skew is within that bound, with a margin for rounding.
+    expect(Math.abs(skew.seconds)).toBeLessThanOrEqual(skew.errorSeconds + 0.05);
+  });
+
   test('acquires 200 namespaces in its first tick: terms, history, events, fencing per namespace', async () => {
     const names = namespaces(freshNs(), 200);
     const { group: g, events, errors } = group(ds, { namespaces: names });

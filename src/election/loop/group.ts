@@ -426,7 +426,8 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     // The answer of a tick whose run was stopped meanwhile: stop() ends every leadership and
     // vacates the leases itself.
     if (run.loop.ended) return;
-    const durationMs = performance.now() - sentAt;
+    const answeredAt = performance.now();
+    const durationMs = answeredAt - sentAt;
     this.#sendMetadata = !sendingMetadata && result.unregistered > 0;
     const counts = { acquired: 0, lost: 0 };
     const vacated = new Map((result.released ?? []).map((r) => [r.ns, r.term]));
@@ -440,7 +441,9 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     this.#apply(run, result, deadline, counts);
     if (!store.foldsVacates) void this.#flushVacates(run);
     this.#maybePrune(run);
-    const clockSkew = measureClockSkew(result.databaseNow, deadline.startedAt.getTime(), performance.now() - attemptAt);
+    // The round trip of the attempt that answered, ended when the answer came: not after it was
+    // applied (callbacks and events run in #apply), which would skew the skew by half that time.
+    const clockSkew = measureClockSkew(result.databaseNow, deadline.startedAt.getTime(), answeredAt - attemptAt);
     this.#emitTick({
       durationSeconds: durationMs / 1000,
       namespaces: namespaces.length,
