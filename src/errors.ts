@@ -9,6 +9,19 @@ export class GemstoneError extends Error {
   }
 }
 
+/**
+ * @internal A bad value as a message shows it: `String(value)` where that works, else its kind.
+ * (`String` itself throws for a symbol inside a template, and for an object whose `toString`
+ * and `valueOf` are not functions: a hostile option must still get its ValidationError.)
+ */
+export function shown(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : typeof value;
+  }
+}
+
 /** A bad argument. Nothing was written: validation runs before any statement. */
 export class ValidationError extends GemstoneError {
   /** The parameter that was rejected, e.g. `"candidateId"` or `"options.ns"`. */

@@ -1,7 +1,7 @@
 /// <reference types="node" preserve="true" />
 import type { IncomingMessage } from 'http';
 import type { DataSource } from 'typeorm';
-import { ValidationError } from '../errors';
+import { ValidationError, shown } from '../errors';
 import { checkOptions } from '../election/validate';
 import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../election/observe/watch';
 
@@ -87,7 +87,7 @@ const KEYS = ['dataSource', 'basePath', 'authorize', 'challenge', 'pollMs', 'max
 
 function wholeNumber(value: unknown, parameter: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new ValidationError(parameter, `must be an integer from ${min} to ${max} (got ${String(value)})`);
+    throw new ValidationError(parameter, `must be an integer from ${min} to ${max} (got ${shown(value)})`);
   }
   return value;
 }
@@ -119,7 +119,7 @@ export function checkDashboardOptions(value: unknown): CheckedDashboardOptions {
   }
   const pollMs = o.pollMs ?? DEFAULT_WATCH_POLL_MS;
   if (typeof pollMs !== 'number' || !Number.isFinite(pollMs) || pollMs <= 0 || pollMs > MAX_WATCH_POLL_MS) {
-    throw new ValidationError('options.pollMs', `must be a finite number of milliseconds > 0 and <= ${MAX_WATCH_POLL_MS} (got ${String(pollMs)})`);
+    throw new ValidationError('options.pollMs', `must be a finite number of milliseconds > 0 and <= ${MAX_WATCH_POLL_MS} (got ${shown(pollMs)})`);
   }
   return {
     dataSource,

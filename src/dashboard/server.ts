@@ -1,7 +1,7 @@
 /// <reference types="node" preserve="true" />
 import * as http from 'http';
 import type { AddressInfo } from 'net';
-import { ValidationError } from '../errors';
+import { shown as shownValue, ValidationError } from '../errors';
 import { createDashboard, Dashboard } from './handler';
 import { sendError } from './http';
 import type { DashboardOptions } from './options';
@@ -61,7 +61,7 @@ function hostHeaderIsLoopback(request: http.IncomingMessage): boolean {
 export async function serveDashboard(options: DashboardServerOptions = {}): Promise<DashboardServer> {
   const { port = DEFAULT_DASHBOARD_PORT, host = DEFAULT_DASHBOARD_HOST, warn, ...dashboardOptions } = options;
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new ValidationError('options.port', `must be a TCP port from 0 (any free one) to 65535 (got ${String(port)})`);
+    throw new ValidationError('options.port', `must be a TCP port from 0 (any free one) to 65535 (got ${shownValue(port)})`);
   }
   if (typeof host !== 'string' || host === '') throw new ValidationError('options.host', 'must be a host name or address');
   if (warn !== undefined && typeof warn !== 'function') throw new ValidationError('options.warn', 'must be a function');

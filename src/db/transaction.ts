@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { ValidationError } from '../errors';
+import { ValidationError, shown } from '../errors';
 import { partsOf } from '../databases/parts';
 import { contextOf } from './context';
 import { DEFAULT_SQLITE_WAIT_MS } from './defaults';
@@ -42,11 +42,11 @@ export function withTransaction<T>(
   if (typeof work !== 'function') return Promise.reject(new ValidationError('work', 'must be a function'));
   const retries = options.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
   if (!Number.isSafeInteger(retries) || retries < 0) {
-    return Promise.reject(new ValidationError('options.conflictRetries', `must be a non-negative integer (got ${String(retries)})`));
+    return Promise.reject(new ValidationError('options.conflictRetries', `must be a non-negative integer (got ${shown(retries)})`));
   }
   const waitMs = options.sqliteWaitMs ?? DEFAULT_SQLITE_WAIT_MS;
   if (typeof waitMs !== 'number' || !Number.isFinite(waitMs) || waitMs < 0) {
-    return Promise.reject(new ValidationError('options.sqliteWaitMs', `must be a finite number of milliseconds >= 0 (got ${String(waitMs)})`));
+    return Promise.reject(new ValidationError('options.sqliteWaitMs', `must be a finite number of milliseconds >= 0 (got ${shown(waitMs)})`));
   }
   // SQLite waits for the shared connection first (see `databases/sqlite/connection.ts`).
   return partsOf(contextOf(dataSource)).session.withTransaction(dataSource, work, retries, waitMs);

@@ -3,7 +3,7 @@ import { contextOf } from '../db/context';
 import { dataSourceOfSession, runnerOf, Session } from '../db/session';
 import { partsOf } from '../databases/parts';
 import { raw } from '../db/sql';
-import { ValidationError } from '../errors';
+import { ValidationError, shown } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
 import { DEFAULT_HISTORY_RETENTION_SECONDS } from './observe/history';
 import { CANDIDATE_TABLE, HISTORY_TABLE } from './tables';
@@ -36,7 +36,7 @@ export interface PruneExpiredCandidatesOptions {
 /** Validates a retention in seconds: finite, >= 0, at most ten years. */
 export function checkRetentionSeconds(value: unknown, parameter: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_RETENTION_SECONDS) {
-    throw new ValidationError(parameter, `must be a finite number of seconds >= 0 and <= ${MAX_RETENTION_SECONDS} (got ${String(value)})`);
+    throw new ValidationError(parameter, `must be a finite number of seconds >= 0 and <= ${MAX_RETENTION_SECONDS} (got ${shown(value)})`);
   }
   return value;
 }

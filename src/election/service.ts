@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
 import { getDataSource } from '../db/default-data-source';
 import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, Session, withManager } from '../db/session';
-import { NotLeaderError, ValidationError } from '../errors';
+import { NotLeaderError, ValidationError, shown } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
 import { electsLocked } from './paths';
 import { partsOf } from '../databases/parts';
@@ -165,7 +165,7 @@ export class ElectionService {
     const checked = checkOptions(options, ['expireSeconds', 'sqliteWaitMs']);
     const wait = checked.sqliteWaitMs;
     if (wait !== undefined && (typeof wait !== 'number' || !Number.isFinite(wait) || wait < 0)) {
-      throw new ValidationError('options.sqliteWaitMs', `must be a finite number of milliseconds >= 0 (got ${String(wait)})`);
+      throw new ValidationError('options.sqliteWaitMs', `must be a finite number of milliseconds >= 0 (got ${shown(wait)})`);
     }
     this.#sqliteWaitMs = wait;
     this.#dataSource = dataSource;

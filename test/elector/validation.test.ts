@@ -64,6 +64,16 @@ describe('LeaderElector construction', () => {
     expect(new LeaderElector({ intervalMs: 29_999 }).intervalMs).toBe(29_999);
   });
 
+  test('a value String() cannot convert (a property test found it) still gets its ValidationError', () => {
+    const unprintable = { toString: {} };
+    for (const key of ['intervalMs', 'stopTimeoutMs', 'clockSkewWarningSeconds']) {
+      const error = rejection({ [key]: unprintable });
+      expect(error.parameter).toBe(`options.${key}`);
+      expect(error.message).toContain('(got an object)');
+    }
+    expect(rejection({ intervalMs: Symbol('x') }).message).toContain('(got Symbol(x))');
+  });
+
   test('expireSeconds, ns, callbacks, clock, logger, handleSignals, dataSource and unknown keys are checked', () => {
     for (const bad of [0, -1, Number.NaN, 31_536_001, '60']) expect(rejection({ expireSeconds: bad }).parameter).toBe('options.expireSeconds');
     for (const bad of ['', 'x'.repeat(256), 7, '\u0000']) expect(rejection({ ns: bad }).parameter).toBe('options.ns');

@@ -4,7 +4,7 @@
 import { randomUUID } from 'crypto';
 import { hostname } from 'os';
 import type { DataSource } from 'typeorm';
-import { ValidationError } from '../../errors';
+import { ValidationError, shown } from '../../errors';
 import { DEFAULT_HISTORY_RETENTION_SECONDS } from '../observe/history';
 import { checkRetentionSeconds, DEFAULT_CANDIDATE_RETENTION_SECONDS } from '../prune';
 import { defaultMonotonicClock, MonotonicClock } from './monotonic';
@@ -239,7 +239,7 @@ export function checkElectorOptions(value: unknown): CheckedElectorOptions {
   } else {
     const given = o.intervalMs;
     if (typeof given !== 'number' || !Number.isFinite(given) || given <= 0) {
-      throw new ValidationError('options.intervalMs', `must be a finite number of milliseconds > 0 (got ${String(given)})`);
+      throw new ValidationError('options.intervalMs', `must be a finite number of milliseconds > 0 (got ${shown(given)})`);
     }
     if (given >= leaseMs / 2) {
       throw new ValidationError(
@@ -255,7 +255,7 @@ export function checkElectorOptions(value: unknown): CheckedElectorOptions {
   if (o.stopTimeoutMs !== undefined) {
     const given = o.stopTimeoutMs;
     if (typeof given !== 'number' || !Number.isFinite(given) || given <= 0 || given > MAX_TIMER_MS) {
-      throw new ValidationError('options.stopTimeoutMs', `must be a finite number of milliseconds > 0 and <= ${MAX_TIMER_MS} (got ${String(given)})`);
+      throw new ValidationError('options.stopTimeoutMs', `must be a finite number of milliseconds > 0 and <= ${MAX_TIMER_MS} (got ${shown(given)})`);
     }
     stopTimeoutMs = given;
   }
@@ -269,7 +269,7 @@ export function checkElectorOptions(value: unknown): CheckedElectorOptions {
   }
   const skewWarning = o.clockSkewWarningSeconds;
   if (skewWarning !== undefined && (typeof skewWarning !== 'number' || Number.isNaN(skewWarning) || skewWarning <= 0)) {
-    throw new ValidationError('options.clockSkewWarningSeconds', `must be a number of seconds > 0, or Infinity for no warning (got ${String(skewWarning)})`);
+    throw new ValidationError('options.clockSkewWarningSeconds', `must be a number of seconds > 0, or Infinity for no warning (got ${shown(skewWarning)})`);
   }
   return {
     dataSource: o.dataSource as DataSource | undefined,

@@ -2,7 +2,7 @@ import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { execute } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
-import { ValidationError } from '../../errors';
+import { ValidationError, shown } from '../../errors';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../schema';
 import { checkNs, checkOptions, parseMetadata } from '../validate';
 import type { HistoryEndReason } from '../../../entities/ElectionHistory';
@@ -54,11 +54,11 @@ export function checkHistoryOptions(value: unknown, extra: readonly string[] = [
   const o = checkOptions(value, ['ns', 'limit', 'before', ...extra]);
   const limit = o.limit ?? DEFAULT_HISTORY_LIMIT;
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_HISTORY_LIMIT) {
-    throw new ValidationError('options.limit', `must be an integer from 1 to ${MAX_HISTORY_LIMIT} (got ${String(limit)})`);
+    throw new ValidationError('options.limit', `must be an integer from 1 to ${MAX_HISTORY_LIMIT} (got ${shown(limit)})`);
   }
   const before = o.before;
   if (before !== undefined && (typeof before !== 'number' || !Number.isSafeInteger(before) || before < 0)) {
-    throw new ValidationError('options.before', `must be a non-negative integer term (got ${String(before)})`);
+    throw new ValidationError('options.before', `must be a non-negative integer term (got ${shown(before)})`);
   }
   return { ...o, ns: checkNs(o.ns), limit, before };
 }

@@ -2,13 +2,7 @@
 // projects load no @types by default (`types: []`).
 /// <reference types="node" preserve="true" />
 import type { DataSource } from 'typeorm';
-import {
-  EntitiesNotRegisteredError,
-  NotInitializedError,
-  UnsupportedConfigurationError,
-  UnsupportedDatabaseError,
-  ValidationError,
-} from '../../errors';
+import { EntitiesNotRegisteredError, NotInitializedError, UnsupportedConfigurationError, UnsupportedDatabaseError, ValidationError, shown } from '../../errors';
 import { outsideRuns } from '../../db/run-guard';
 import { DEFAULT_STOP_TIMEOUT_MS } from '../loop/elector-options';
 import { LoopRun } from '../loop/loop-run';
@@ -95,7 +89,7 @@ export function checkWatchOptions(value: unknown, extra: readonly string[] = [])
   if (o.signal !== undefined && !isAbortSignal(o.signal)) throw new ValidationError('options.signal', 'must be an AbortSignal');
   const pollMs = o.pollMs ?? DEFAULT_WATCH_POLL_MS;
   if (typeof pollMs !== 'number' || !Number.isFinite(pollMs) || pollMs <= 0 || pollMs > MAX_WATCH_POLL_MS) {
-    throw new ValidationError('options.pollMs', `must be a finite number of milliseconds > 0 and <= ${MAX_WATCH_POLL_MS} (got ${String(pollMs)})`);
+    throw new ValidationError('options.pollMs', `must be a finite number of milliseconds > 0 and <= ${MAX_WATCH_POLL_MS} (got ${shown(pollMs)})`);
   }
   if (o.onError !== undefined && typeof o.onError !== 'function') throw new ValidationError('options.onError', 'must be a function');
   return {
