@@ -20,7 +20,7 @@ const POLL_MS = 250;
 /**
  * A hand-over shows on both pages within this, on every database. Generous: a clean-clone CI run
  * on an idle machine measured 1,024 ms once on MariaDB; typical runs measure 60-790 ms
- * (docs/dashboard.md). A stuck page, or one on the default 1 s poll, still fails.
+ * (docs/dashboard.md). A page that stops following still fails.
  */
 const HANDOVER_BOUND_MS = 2_000;
 /** GEMSTONE_TEST_PRINT_LATENCY=1 prints each measured hand-over latency. */
