@@ -153,6 +153,7 @@ export class ElectionService {
   #expireSeconds: number;
   readonly #sqliteWaitMs: number | undefined;
   readonly #programs = new WeakMap<DataSource, ElectionPrograms>();
+  readonly #terms = new WeakMap<DataSource, Map<string, number>>();
 
   /**
    * @param dataSource The DataSource to use. Default: `getDataSource()`, looked up at each call
@@ -281,6 +282,40 @@ export class ElectionService {
       }
     }
     const joined = runnerOf(session)?.isTransactionActive === true;
+    const { renewInOneStatement } = store;
+    if (!renewInOneStatement) return this.#electInTransaction(dataSource, session, store, ns, id, expire, fields, joined, locked);
+    // MariaDB: a leader renews in one autocommit statement, under the term it last led under (the
+    // statement checks it); anything that statement does not renew goes the locked path.
+    const leading = this.#leadingTerms(dataSource);
+    const key = `${ns}\u0000${id}`;
+    const term = leading.get(key);
+    const renewed =
+      term !== undefined && !joined && !locked ? await withManager(dataSource, session, (m) => renewInOneStatement(m, ns, id, term, expire, fields)) : undefined;
+    const outcome = renewed ? { ns, ...renewed } : await this.#electInTransaction(dataSource, session, store, ns, id, expire, fields, joined, locked);
+    if (outcome.isLeader) leading.set(key, outcome.term);
+    else leading.delete(key);
+    return outcome;
+  }
+
+  /** The terms this process last led under, per `ns` and candidate (what a one-statement renewal checks). */
+  #leadingTerms(dataSource: DataSource): Map<string, number> {
+    let terms = this.#terms.get(dataSource);
+    if (!terms) this.#terms.set(dataSource, (terms = new Map()));
+    return terms;
+  }
+
+  /** `elect` in a transaction: the MySQL follower's read first where it applies, else the locked path. */
+  #electInTransaction(
+    dataSource: DataSource,
+    session: Session | undefined,
+    store: ElectionStore,
+    ns: string,
+    id: string,
+    expire: number,
+    fields: CandidateFields,
+    joined: boolean,
+    locked: boolean,
+  ): Promise<ElectOutcome> {
     return inTransaction(dataSource, session, async (m) => {
       // MySQL follower fast path (see `store.followerReadsFirst`): only in a transaction of our
       // own, whose first consistent read is current; a caller's may hold an older snapshot.

@@ -326,6 +326,13 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
     electInOneStatement: members.electInOneStatement,
 
     /**
+     * A leader's renewal in ONE autocommit statement, where the database has one (MariaDB: see
+     * its folder's `elect.ts`); undefined elsewhere. Returns the decision when it renewed, undefined
+     * when it wrote nothing (the caller then decides by the locked path).
+     */
+    renewInOneStatement: members.renewInOneStatement,
+
+    /**
      * The general path's renewal, decided when it is written: extends the lease only if the row
      * still names the caller under `term` with an unexpired lease by the database clock of this
      * statement. False when the lease ran out between the locked read and this write (the row is

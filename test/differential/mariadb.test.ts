@@ -8,6 +8,16 @@ import { differentialSuite } from './suite';
 
 describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialRuns: 2000, concurrentRuns: 60 }), { kinds: ['mariadb'] });
 
+// Leaders calling again and again: one process, the two paths of elect without a caller's
+// transaction, each call repeated as an elector's ticks repeat it, so that the one-statement
+// renewal (databases/mysql/renew.ts) is taken often and compared with the model, beside races,
+// hold rounds and fenced transactions.
+describeEachDatabase(
+  'differential, leader renewals',
+  (db) => differentialSuite(db, { sequentialRuns: 1500, concurrentRuns: 40, caps: { processes: 1, electPaths: ['plain', 'idle'], electAgain: true }, minOneStatementRenewals: 100 }),
+  { kinds: ['mariadb'] },
+);
+
 describeEachDatabase(
   'differential, sql_mode NO_BACKSLASH_ESCAPES',
   (db) =>

@@ -86,6 +86,14 @@ export interface Capabilities {
   tickBesideOwnFence: boolean;
   hostile: 'never' | 'sometimes' | 'always';
   maxSteps: number;
+  /** The paths `elect` steps may take (default: all). */
+  electPaths?: readonly ElectPath[];
+  /**
+   * Every `elect` step is followed by the same call twice more (without candidate options, then
+   * with them again), as an elector's ticks are: a leader's renewals, which other steps between
+   * two calls of one candidate make rare.
+   */
+  electAgain?: boolean;
 }
 
 const PATHS: readonly ElectPath[] = ['plain', 'session', 'idle', 'locked', 'locked-session'];
@@ -106,7 +114,8 @@ function opArb(caps: Capabilities, c: number, n: number, inRound: boolean): fc.A
   const ns = fc.integer({ min: 0, max: n - 1 });
   const proc = fc.integer({ min: 0, max: (inRound ? caps.roundProcesses : caps.processes) - 1 });
   const sessions = !inRound || caps.sessionsInRounds;
-  const paths = sessions ? PATHS : PATHS.filter((p) => p === 'plain' || (p === 'locked' && (!inRound || caps.lockedInRounds)));
+  const allowed = caps.electPaths ?? PATHS;
+  const paths = (sessions ? PATHS : PATHS.filter((p) => p === 'plain' || (p === 'locked' && (!inRound || caps.lockedInRounds)))).filter((p) => allowed.includes(p));
   const session = sessions ? fc.boolean() : fc.constant(false);
   const ops: Array<{ weight: number; arbitrary: fc.Arbitrary<Step> }> = [
     { weight: 3, arbitrary: fc.record({ op: fc.constant('register' as const), c: cand, ns, fields: fieldsArb, proc }) },
@@ -257,7 +266,10 @@ export function scheduleArb(caps: Capabilities, options: { rounds: boolean }): f
       hostile: caps.hostile === 'never' ? fc.constant(false) : caps.hostile === 'always' ? fc.constant(true) : fc.boolean(),
       steps: fc.array(fc.oneof(...steps), { minLength: 1, maxLength: caps.maxSteps }),
     })
-    .map(({ hostile, steps: list }) => ({ ...extent(list), hostile, steps: list }));
+    .map(({ hostile, steps: list }) => {
+      const all = caps.electAgain ? list.flatMap((step) => (step.op === 'elect' ? [step, { ...step, fields: {} }, step] : [step])) : list;
+      return { ...extent(all), hostile, steps: all };
+    });
 }
 
 // ---- printing ---------------------------------------------------------------------------------

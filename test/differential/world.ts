@@ -56,7 +56,13 @@ export class HookLogger implements Logger {
   disarm(): void {
     this.#trigger = undefined;
   }
-  logQuery(): void {}
+  /** Statements sent, and the text of the last one (what tells a one-statement renewal apart). */
+  sent = 0;
+  last = '';
+  logQuery(query: string): void {
+    this.sent++;
+    this.last = query;
+  }
   logQueryError(): void {
     this.#errors++;
     if (this.#trigger && this.#errors >= this.#trigger.at) {
@@ -211,7 +217,21 @@ function electObserved(o: { leaderId: string | null; term: number; isLeader: boo
   return { kind: 'elect', leaderId: o.leaderId, term: o.term, isLeader: o.isLeader, acquired: o.acquired, handOver: o.handOver, wasRegistered: o.wasRegistered };
 }
 
+/**
+ * MariaDB's leader renewals that took the one-statement path (`databases/mysql/renew.ts`): the
+ * call sent that statement and nothing else. Exact in sequential schedules (one call at a time).
+ */
+export const oneStatementRenewals = { count: 0 };
+const ONE_STATEMENT_RENEWAL = /^SET STATEMENT innodb_lock_wait_timeout = 0, lock_wait_timeout = 0 FOR\s+UPDATE/;
+
 export async function elect(p: Process, ns: string, id: string, spec: FieldsSpec, via: ElectPath, session?: QueryRunner): Promise<Observed> {
+  const before = p.logger.sent;
+  const observed = await electVia(p, ns, id, spec, via, session);
+  if (p.logger.sent === before + 1 && ONE_STATEMENT_RENEWAL.test(p.logger.last) && observed.kind === 'elect' && observed.isLeader) oneStatementRenewals.count++;
+  return observed;
+}
+
+async function electVia(p: Process, ns: string, id: string, spec: FieldsSpec, via: ElectPath, session?: QueryRunner): Promise<Observed> {
   const options = { ns, ...fieldsOf(spec) };
   if (session) return electObserved(await (via === 'locked' || via === 'locked-session' ? p.locked : p.auto).electOutcome(id, { ...options, session }));
   switch (via) {

@@ -47,6 +47,22 @@ export type ElectInOneStatement = (
   fields?: CandidateFields,
 ) => Promise<ElectDecision | 'stale' | undefined>;
 
+/**
+ * A leader's renewal of its own lease in ONE autocommit statement, where the database has one
+ * (MariaDB: see its folder's `elect.ts`). `term` is the term the caller last led under. Returns the
+ * decision when the statement renewed (branch R, never H: it renews only when the reference would
+ * renew without telling the caller to hand over); undefined when it wrote nothing, whatever the
+ * reason, and the caller then decides by the locked path.
+ */
+export type RenewInOneStatement = (
+  m: EntityManager,
+  ns: string,
+  candidateId: string,
+  term: number,
+  expireSeconds: number,
+  fields?: CandidateFields,
+) => Promise<ElectDecision | undefined>;
+
 /** What one database does differently in the single-namespace election. */
 export interface ElectMembers {
   /** Whether `elect` creates the leader row before locking it (else: it locks first, and inserts only for a new namespace). */
@@ -84,6 +100,8 @@ export interface ElectMembers {
   leaseMicros?(stored: unknown): number | null;
   /** The whole `elect` of an existing namespace in one statement, where the database has one. */
   readonly electInOneStatement?: ElectInOneStatement;
+  /** A leader's renewal in one autocommit statement, where the database has one. */
+  readonly renewInOneStatement?: RenewInOneStatement;
   /** Announces a lease change to listeners (delivered when the transaction commits), where the database has them. */
   announce?(m: EntityManager, change: LeaseChange): Promise<void>;
 }

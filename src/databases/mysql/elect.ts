@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { execute, executeRaw } from '../../db/session';
 import { raw, RawSql, sql, SqlFragment } from '../../db/sql';
 import type { ElectMembers, ElectParts, SharedStore } from '../contract/store';
+import { createRenewInOneStatement } from './renew';
 
 /**
  * MySQL's and MariaDB's members of the single-namespace election (see `election/store.ts` for the
@@ -95,6 +96,9 @@ function createMysqlElect(shared: SharedStore): ElectMembers {
     async touchLeader(m: EntityManager, ns: string): Promise<void> {
       await execute(context, m, sql`UPDATE ${leaders} SET updated_at = GREATEST(${d.now}, updated_at + INTERVAL 1 MICROSECOND) WHERE ns = ${ns}`);
     },
+
+    /** MariaDB: a leader's renewal in one autocommit statement (see `renew.ts`). */
+    renewInOneStatement: createRenewInOneStatement(shared),
 
     /** The lease end as the dialect reads it back: whole microseconds since the epoch, as stored. */
     leaseMicros: (stored: unknown) => (stored !== null && stored !== undefined ? Number(stored) : null),

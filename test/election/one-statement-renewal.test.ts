@@ -1,0 +1,155 @@
+/**
+ * MariaDB: a leader's renewal in one autocommit statement (`databases/mysql/renew.ts`). It must
+ * answer and write exactly what the locked path does, and leave to the locked path every case it
+ * cannot decide alone: an outranked or ineligible leader (told to hand over), a lease that could
+ * end before its row is read, a row locked elsewhere. The differential runs compare it with the
+ * reference model on generated schedules; these are the cases named one by one.
+ */
+import type { DataSource, Logger } from 'typeorm';
+import { ElectionService } from 'gemstone-utils';
+import { forceLockedElect } from '../../dist/src/election/paths';
+import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
+import { ns as freshNs } from '../support/rows';
+
+const ONE_STATEMENT = /^SET STATEMENT innodb_lock_wait_timeout = 0, lock_wait_timeout = 0 FOR\s+UPDATE/;
+
+/** The statements a DataSource sends, in order. */
+class Recorder implements Logger {
+  sent: string[] = [];
+  logQuery(text: string): void {
+    this.sent.push(text);
+  }
+  logQueryError(): void {}
+  logQuerySlow(): void {}
+  logSchemaBuild(): void {}
+  logMigration(): void {}
+  log(): void {}
+}
+
+async function leaderRow(ds: DataSource, ns: string) {
+  const [row] = await query<{ term: unknown; leader_id: unknown; lease_in_ms: unknown }>(
+    ds,
+    'SELECT term, leader_id, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_expires_at) / 1000 AS lease_in_ms FROM gemstone_election_leader WHERE ns = ?',
+    [ns],
+  );
+  return { term: Number(row!.term), leaderId: String(row!.leader_id), leaseInMs: Number(row!.lease_in_ms) };
+}
+
+describeEachDatabase(
+  'a leader renewal in one statement',
+  (db) => {
+    let ds: DataSource;
+    let recorder: Recorder;
+
+    beforeAll(async () => {
+      recorder = new Recorder();
+      ds = await db.connect({ logger: recorder });
+    });
+
+    /** What one call sent. */
+    async function sentBy<T>(call: () => Promise<T>): Promise<{ result: T; sent: string[] }> {
+      const from = recorder.sent.length;
+      const result = await call();
+      return { result, sent: recorder.sent.slice(from) };
+    }
+
+    test('is one statement, answers as the locked path does, and writes the lease, the heartbeat and the options', async () => {
+      const svc = new ElectionService(ds, { expireSeconds: 30 });
+      const locked = new ElectionService(ds, { expireSeconds: 30 });
+      forceLockedElect(locked);
+      const ns = freshNs();
+      const a = uuid();
+      const first = await svc.electOutcome(a, { ns, priority: 1 });
+      expect(first).toMatchObject({ isLeader: true, acquired: true });
+
+      await sleep(20);
+      const { result: renewed, sent } = await sentBy(() => svc.electOutcome(a, { ns, metadata: { zone: 'b' } }));
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatch(ONE_STATEMENT);
+      const byLocked = await locked.electOutcome(a, { ns });
+      const { databaseNow, ...answer } = renewed;
+      const { databaseNow: lockedNow, ...lockedAnswer } = byLocked;
+      expect(answer).toEqual(lockedAnswer);
+      expect(answer).toEqual({ ns, leaderId: a, term: first.term, isLeader: true, acquired: false, handOver: false, wasRegistered: true });
+      // The database clock of the statement, not the host's: between the first call's and the next one's.
+      expect(databaseNow.getTime()).toBeGreaterThan(first.databaseNow.getTime());
+      expect(databaseNow.getTime()).toBeLessThanOrEqual(lockedNow.getTime());
+
+      const again = await sentBy(() => svc.electOutcome(a, { ns }));
+      expect(again.sent).toHaveLength(1);
+      const row = await leaderRow(ds, ns);
+      expect(row).toMatchObject({ term: first.term, leaderId: a });
+      expect(row.leaseInMs).toBeGreaterThan(29_000);
+      const [candidate] = await svc.getCandidates({ ns });
+      expect(candidate).toMatchObject({ candidateId: a, priority: 1, metadata: { zone: 'b' } });
+      expect(candidate!.expiresAt.getTime() - candidate!.lastHeartbeatAt.getTime()).toBe(30_000);
+    });
+
+    test('leaves an outranked or ineligible leader to the locked path, which tells it to hand over', async () => {
+      const svc = new ElectionService(ds, { expireSeconds: 30 });
+      const ns = freshNs();
+      const [a, b] = [uuid(), uuid()];
+      const first = await svc.electOutcome(a, { ns, priority: 1 });
+      expect(first.isLeader).toBe(true);
+      expect((await svc.electOutcome(a, { ns })).handOver).toBe(false);
+
+      await svc.registerCandidate(b, { ns, priority: 2 });
+      const outranked = await sentBy(() => svc.electOutcome(a, { ns }));
+      expect(outranked.result).toMatchObject({ leaderId: a, term: first.term, isLeader: true, acquired: false, handOver: true });
+      expect(outranked.sent.length).toBeGreaterThan(1);
+      // Its own priority given in the call counts, not the stored one.
+      const raised = await sentBy(() => svc.electOutcome(a, { ns, priority: 2 }));
+      expect(raised.result).toMatchObject({ isLeader: true, handOver: false });
+      expect(raised.sent).toHaveLength(1);
+
+      const ineligible = await sentBy(() => svc.electOutcome(a, { ns, eligible: false }));
+      expect(ineligible.result).toMatchObject({ leaderId: a, isLeader: true, handOver: true });
+      expect(ineligible.sent.length).toBeGreaterThan(1);
+      // Still ineligible as stored: the next plain call hands over too.
+      expect((await svc.electOutcome(a, { ns })).handOver).toBe(true);
+    });
+
+    test('a lease that runs out while another transaction holds its row is taken over under a new term, never extended', async () => {
+      // A lease of 2 s: at the call 1.5 s are left, more than the half-lease margin, so the
+      // one-statement renewal is tried; the row is locked until after the lease's end.
+      const svc = new ElectionService(ds, { expireSeconds: 2 });
+      const ns = freshNs();
+      const a = uuid();
+      const first = await svc.electOutcome(a, { ns });
+      const holder = ds.createQueryRunner();
+      await holder.connect();
+      try {
+        await holder.startTransaction();
+        await holder.query('SELECT ns FROM gemstone_election_leader WHERE ns = ? FOR UPDATE', [ns]);
+        await sleep(300);
+        const call = svc.electOutcome(a, { ns });
+        // Held until the database clock is past the lease's end.
+        for (let i = 0; i < 200 && (await leaderRow(ds, ns)).leaseInMs > -200; i++) await sleep(25);
+        await holder.commitTransaction();
+        const outcome = await call;
+        expect(outcome).toMatchObject({ leaderId: a, isLeader: true, acquired: true, term: first.term + 1 });
+      } finally {
+        await holder.release();
+      }
+      const history = await svc.getHistory({ ns });
+      expect(history.map((e) => [e.term, e.endReason])).toEqual([
+        [first.term + 1, null],
+        [first.term, 'expired'],
+      ]);
+    });
+
+    test('a lease with less than half of it left is renewed by the locked path', async () => {
+      // 4 s: after 2.5 s, 1.5 s are left (less than the 2 s margin, and enough for a slow machine).
+      const svc = new ElectionService(ds, { expireSeconds: 4 });
+      const ns = freshNs();
+      const a = uuid();
+      const first = await svc.electOutcome(a, { ns });
+      await sleep(2500);
+      const late = await sentBy(() => svc.electOutcome(a, { ns }));
+      expect(late.result).toMatchObject({ isLeader: true, acquired: false, term: first.term });
+      expect(late.sent.length).toBeGreaterThan(1);
+      expect((await sentBy(() => svc.electOutcome(a, { ns }))).sent).toHaveLength(1);
+    });
+  },
+  { kinds: ['mariadb'] },
+);
