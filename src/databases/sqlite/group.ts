@@ -109,10 +109,14 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
       // The lapsed terms closed above that were not taken over are open again: D1 (ineligible), D2
       // (outranked) and a share cap leave a lapsed term open until someone takes the lease (T2
       // closes it then), as every other path does. Its leader row still names its holder and term.
+      // The IN list is not correlated, so its (ns, term) pairs are looked up by the history
+      // table's key; correlated (naming the history row), it was evaluated for every closed term
+      // of every namespace in the table: a tick's cost grew with the whole history.
       sql`UPDATE ${history} SET ended_at = NULL, end_reason = NULL
-WHERE ended_at IS NOT NULL AND end_reason = ${'expired'} AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l
-  WHERE l.ns ${inNs} AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${now} AND l.leader_id = ${history}.leader_id
-    AND l.lease_expires_at = ${history}.ended_at)`,
+WHERE (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l WHERE l.ns ${inNs} AND l.leader_id IS NOT NULL AND l.lease_expires_at <= ${now})
+  AND ended_at IS NOT NULL AND end_reason = ${'expired'}
+  AND leader_id = (SELECT l.leader_id FROM ${leaders} l WHERE l.ns = ${history}.ns)
+  AND ended_at = (SELECT l.lease_expires_at FROM ${leaders} l WHERE l.ns = ${history}.ns)`,
       // Heartbeat of the caller's candidate rows, then the missing ones (none when the heartbeat
       // changed every namespace's row); the changes() of that INSERT counts them.
       sql`UPDATE ${candidates} SET last_heartbeat_at = ${now}, expires_at = ${until}, priority = ${input.priority}, eligible = ${eligible}${metaSet}
