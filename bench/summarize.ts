@@ -17,8 +17,9 @@ function median(values: number[]): number {
 }
 
 /** Ratios with two decimals, milliseconds and counts whole. */
-function shown(value: number, limit: string): string {
-  return /ms|\b0\b|= 0/.test(limit) || Math.abs(value) >= 100 ? Math.round(value).toLocaleString('en-US') : value.toFixed(2);
+function shown(value: number, target: string, limit: string): string {
+  const whole = /ms\b/.test(target) || /ms/.test(limit) || limit === '0' || limit === '= 0' || Math.abs(value) >= 100;
+  return whole ? Math.round(value).toLocaleString('en-US') : value.toFixed(2);
 }
 
 export function summarize(reports: BenchReport[]): string {
@@ -42,7 +43,7 @@ export function summarize(reports: BenchReport[]): string {
   ];
   for (const r of rows.values()) {
     const [min, mid, max] = r.values.length
-      ? [Math.min(...r.values), median(r.values), Math.max(...r.values)].map((v) => shown(v, r.limit))
+      ? [Math.min(...r.values), median(r.values), Math.max(...r.values)].map((v) => shown(v, r.target, r.limit))
       : ['–', '–', '–'];
     const missing = r.missing ? ` (${r.missing} not measured)` : '';
     const verdict = r.met === r.judged ? `${r.met} of ${r.judged}` : `**${r.met} of ${r.judged}**`;
