@@ -267,7 +267,7 @@ export function scheduleArb(caps: Capabilities, options: { rounds: boolean }): f
       steps: fc.array(fc.oneof(...steps), { minLength: 1, maxLength: caps.maxSteps }),
     })
     .map(({ hostile, steps: list }) => {
-      const all = caps.electAgain ? list.flatMap((step) => (step.op === 'elect' ? [step, { ...step, fields: {} }, step] : [step])) : list;
+      const all = caps.electAgain ? list.flatMap((step): Step[] => (step.op === 'elect' ? [step, { ...step, fields: {} }, step] : [step])) : list;
       return { ...extent(all), hostile, steps: all };
     });
 }

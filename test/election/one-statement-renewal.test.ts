@@ -5,26 +5,14 @@
  * end before its row is read, a row locked elsewhere. The differential runs compare it with the
  * reference model on generated schedules; these are the cases named one by one.
  */
-import type { DataSource, Logger } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { ElectionService } from 'gemstone-utils';
 import { forceLockedElect } from '../../dist/src/election/paths';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
+import { QueryLog } from '../db/support/query-log';
 
 const ONE_STATEMENT = /^SET STATEMENT innodb_lock_wait_timeout = 0, lock_wait_timeout = 0 FOR\s+UPDATE/;
-
-/** The statements a DataSource sends, in order. */
-class Recorder implements Logger {
-  sent: string[] = [];
-  logQuery(text: string): void {
-    this.sent.push(text);
-  }
-  logQueryError(): void {}
-  logQuerySlow(): void {}
-  logSchemaBuild(): void {}
-  logMigration(): void {}
-  log(): void {}
-}
 
 async function leaderRow(ds: DataSource, ns: string) {
   const [row] = await query<{ term: unknown; leader_id: unknown; lease_in_ms: unknown }>(
@@ -39,18 +27,18 @@ describeEachDatabase(
   'a leader renewal in one statement',
   (db) => {
     let ds: DataSource;
-    let recorder: Recorder;
+    let recorder: QueryLog;
 
     beforeAll(async () => {
-      recorder = new Recorder();
+      recorder = new QueryLog();
       ds = await db.connect({ logger: recorder });
     });
 
     /** What one call sent. */
     async function sentBy<T>(call: () => Promise<T>): Promise<{ result: T; sent: string[] }> {
-      const from = recorder.sent.length;
+      const from = recorder.statements.length;
       const result = await call();
-      return { result, sent: recorder.sent.slice(from) };
+      return { result, sent: recorder.statements.slice(from) };
     }
 
     test('is one statement, answers as the locked path does, and writes the lease, the heartbeat and the options', async () => {

@@ -6,35 +6,23 @@
  * closed terms of the hot-path suite, and 1,000 namespaces lost every lease). SQLite's own plan
  * (EXPLAIN QUERY PLAN) of every statement the library sent is checked, not a timing.
  */
-import type { DataSource, Logger } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { ElectionService } from 'gemstone-utils';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 import { recordingGroup } from './helpers';
+import { QueryLog } from '../db/support/query-log';
 
 const HISTORY = 'gemstone_election_history';
-
-/** Every distinct statement the DataSource sent, with the parameters it was last sent with. */
-class Recorder implements Logger {
-  readonly sent = new Map<string, unknown[]>();
-  logQuery(text: string, parameters?: unknown[]): void {
-    this.sent.set(text, parameters ?? []);
-  }
-  logQueryError(): void {}
-  logQuerySlow(): void {}
-  logSchemaBuild(): void {}
-  logMigration(): void {}
-  log(): void {}
-}
 
 describeEachDatabase(
   'the history table read by key',
   (db) => {
     let ds: DataSource;
-    let recorder: Recorder;
+    let recorder: QueryLog;
 
     beforeAll(async () => {
-      recorder = new Recorder();
+      recorder = new QueryLog();
       ds = await db.connect({ logger: recorder });
     });
 
@@ -43,12 +31,12 @@ describeEachDatabase(
       await query(ds, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
 INSERT INTO gemstone_election_history (ns, term, leader_id, acquired_at, ended_at, end_reason)
 SELECT 'old-' || i, 1, 'someone', '2026-01-01 00:00:00.000', '2026-01-01 00:00:10.000', 'expired' FROM n`);
-      recorder.sent.clear();
+      recorder.clear();
       const names = Array.from({ length: 5 }, () => freshNs());
       const { group, errors } = recordingGroup(ds, { namespaces: names, expireSeconds: 2, intervalMs: 200 });
       await group.start();
       try {
-        for (let i = 0; i < 100 && group.leases.size < names.length; i++) await sleep(50);
+        for (let i = 0; i < 400 && group.leases.size < names.length; i++) await sleep(50);
         expect(group.leases.size).toBe(names.length);
       } finally {
         await group.stop();
@@ -67,7 +55,8 @@ SELECT 'old-' || i, 1, 'someone', '2026-01-01 00:00:00.000', '2026-01-01 00:00:1
 
       const checked: string[] = [];
       const scans: string[] = [];
-      for (const [text, parameters] of recorder.sent) {
+      const distinct = new Map(recorder.statements.map((text, i) => [text, recorder.parameters[i]!] as const));
+      for (const [text, parameters] of distinct) {
         if (!text.includes(HISTORY) || !/^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(text)) continue;
         // The table and every alias the statement gives it.
         const names = new Set([HISTORY, ...[...text.matchAll(/"gemstone_election_history"\s+(?:AS\s+)?(\w+)/gi)].map((m) => m[1]!)]);

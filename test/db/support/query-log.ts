@@ -1,11 +1,14 @@
 import type { Logger } from 'typeorm';
 
-/** A TypeORM logger that records every statement, to tell whether DDL ran and on which tables. */
+/** A TypeORM logger that records every statement (and its parameters), to tell what a call sent. */
 export class QueryLog implements Logger {
   readonly statements: string[] = [];
+  /** The parameters of each statement, at the same index. */
+  readonly parameters: unknown[][] = [];
 
-  logQuery(query: string): void {
+  logQuery(query: string, parameters?: unknown[]): void {
     this.statements.push(query);
+    this.parameters.push(parameters ?? []);
   }
   logQueryError(): void {}
   logQuerySlow(): void {}
@@ -20,5 +23,6 @@ export class QueryLog implements Logger {
 
   clear(): void {
     this.statements.length = 0;
+    this.parameters.length = 0;
   }
 }
