@@ -24,7 +24,7 @@ const END = /^\s*(COMMIT|END|ROLLBACK(?!\s+TO\b))\b/i;
 /** A transaction's end that rolls it back. */
 const ROLLBACK = /^\s*ROLLBACK\b/i;
 /** Settings: they read or write no data and open no transaction. */
-const SETTING = /^\s*(SET|SHOW|PRAGMA)\b/i;
+const SETTING = /^\s*(SET(?!\s+STATEMENT\b)|SHOW|PRAGMA)\b/i;
 
 /**
  * A TypeORM logger that counts what the library sends on ONE connection (the load suite gives
@@ -110,7 +110,9 @@ export class CountingLogger implements Logger {
       this.#started();
       this.committed++;
     }
-    if (/INSERT INTO [`"]?gemstone_election_candidate/i.test(query)) {
+    // The candidate upsert, or MariaDB's one-statement renewal (`SET STATEMENT … FOR UPDATE` of
+    // the leader and candidate rows), which touches the candidate row without an INSERT.
+    if (/INSERT INTO [`"]?gemstone_election_candidate|^\s*SET STATEMENT\b[\s\S]*\bUPDATE\b[\s\S]*gemstone_election_candidate/i.test(query)) {
       this.candidateTouches++;
       this.touchesTotal++;
       if (this.#sawTouch) this.maxTransactionsPerTick = Math.max(this.maxTransactionsPerTick, this.#sinceTouch);
