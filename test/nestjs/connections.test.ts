@@ -11,7 +11,8 @@ import type { AppSpec, HostEvent } from './support/nest-host';
 
 const BASE = { expireSeconds: 10, intervalMs: 500, config: 'static', entities: 'auto' } as const;
 const SAME_PROCESS_WARNING = /A data source with the \S+ name is already registered/;
-const SQLITE_OPEN_RETRY = /^Unable to connect to the database\. Retrying/;
+// TypeOrmModule retries an open that found the file locked by the other app starting beside it.
+const SQLITE_OPEN_RETRY = /^Unable to connect to the database(?: \([^)]*\))?\. Retrying/;
 
 function problems(events: readonly HostEvent[]): HostEvent[] {
   return events.filter(

@@ -42,7 +42,7 @@ function expectTermsInOrder(events: readonly HostEvent[]): void {
 const SAME_PROCESS_WARNING = /A data source with the \S+ name is already registered/;
 
 /** @nestjs/typeorm retrying a SQLite DataSource's initialize() (see nest-host.ts): expected on sqlite3. */
-const SQLITE_OPEN_RETRY = /^Unable to connect to the database\. Retrying/;
+const SQLITE_OPEN_RETRY = /^Unable to connect to the database(?: \([^)]*\))?\. Retrying/;
 
 function problems(events: readonly HostEvent[]): HostEvent[] {
   return events.filter(
