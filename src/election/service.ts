@@ -5,6 +5,7 @@ import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, 
 import { NotLeaderError, ValidationError, shown } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
 import { electsLocked } from './paths';
+import { LeadingTerms } from './leading-terms';
 import { partsOf } from '../databases/parts';
 import type { ElectionPrograms } from '../databases/contract/programs';
 import { createStore, decide, ElectionStore, LeaderRow, ObservedLeader } from './store';
@@ -153,7 +154,7 @@ export class ElectionService {
   #expireSeconds: number;
   readonly #sqliteWaitMs: number | undefined;
   readonly #programs = new WeakMap<DataSource, ElectionPrograms>();
-  readonly #terms = new WeakMap<DataSource, Map<string, number>>();
+  readonly #terms = new WeakMap<DataSource, LeadingTerms>();
 
   /**
    * @param dataSource The DataSource to use. Default: `getDataSource()`, looked up at each call
@@ -287,20 +288,18 @@ export class ElectionService {
     // MariaDB: a leader renews in one autocommit statement, under the term it last led under (the
     // statement checks it); anything that statement does not renew goes the locked path.
     const leading = this.#leadingTerms(dataSource);
-    const key = `${ns}\u0000${id}`;
-    const term = leading.get(key);
-    const renewed =
-      term !== undefined && !joined && !locked ? await withManager(dataSource, session, (m) => renewInOneStatement(m, ns, id, term, expire, fields)) : undefined;
+    const began = performance.now();
+    const term = joined || locked ? undefined : leading.renewable(ns, id, expire, began);
+    const renewed = term === undefined ? undefined : await withManager(dataSource, session, (m) => renewInOneStatement(m, ns, id, term, expire, fields));
     const outcome = renewed ? { ns, ...renewed } : await this.#electInTransaction(dataSource, session, store, ns, id, expire, fields, joined, locked);
-    if (outcome.isLeader) leading.set(key, outcome.term);
-    else leading.delete(key);
+    leading.observe(outcome, began);
     return outcome;
   }
 
-  /** The terms this process last led under, per `ns` and candidate (what a one-statement renewal checks). */
-  #leadingTerms(dataSource: DataSource): Map<string, number> {
+  /** The terms this process last saw each namespace led under (what a one-statement renewal checks). */
+  #leadingTerms(dataSource: DataSource): LeadingTerms {
     let terms = this.#terms.get(dataSource);
-    if (!terms) this.#terms.set(dataSource, (terms = new Map()));
+    if (!terms) this.#terms.set(dataSource, (terms = new LeadingTerms()));
     return terms;
   }
 
@@ -465,6 +464,8 @@ export class ElectionService {
 
   /** Vacates the lease if `id` is named by the leader row; its term ends with `reason` (or `expired` if it had lapsed). */
   async #vacateIfHeld(m: EntityManager, store: ElectionStore, ns: string, id: string, reason: VacateReason): Promise<boolean> {
+    // Whatever this decides (or a caller's rollback undoes), the next elect of `ns` takes the lock.
+    this.#terms.get(m.connection)?.forget(ns);
     const row = await store.lockLeader(m, ns, 'write');
     if (row?.leaderId !== id) return false;
     const history = historyOf(contextOf(m.connection));

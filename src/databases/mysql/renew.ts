@@ -75,7 +75,7 @@ WHERE l.ns = ${v.ns} AND l.leader_id = ${v.id} AND l.term = ${v.term}
   return async (m: EntityManager, ns: string, id: string, term: number, expireSeconds: number, fields: CandidateFields = {}): Promise<ElectDecision | undefined> => {
     if (!m.queryRunner || !(await isMariadbServer(context.dataSource, m.queryRunner))) return undefined;
     const expireMicros = Math.round(expireSeconds * 1e6);
-        let result: { affectedRows?: unknown; insertId?: unknown } | undefined;
+    let result: { affectedRows?: unknown; insertId?: unknown } | undefined;
     try {
       result = (await executeRaw(context, m, statement({ ns, id, term, expireMicros, marginMicros: Math.round(expireMicros / 2), fields }))) as typeof result;
     } catch (error) {
