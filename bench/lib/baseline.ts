@@ -227,23 +227,34 @@ async function openMariadb(url: string): Promise<RawClient> {
   };
 }
 
-async function openSqlite(file: string): Promise<RawClient> {
-  const Database = require('better-sqlite3') as SqliteConstructor;
-  const db = new Database(file, { timeout: 5000 });
-  const lease = db.prepare(`INSERT INTO ${LEADER_TABLE} AS l (ns, leader_id, lease_expires_at, updated_at, term)
+/**
+ * The SQLite baseline's statements (named parameters `@ns`, `@id`, `@later`), run by
+ * `openSqlite` in one `BEGIN IMMEDIATE` transaction: `heldByOther`, then `lease` when it found
+ * nothing, then `touch`. Exported for `bench/sqlite-breakdown.ts`, which times them one by one.
+ */
+export const SQLITE_BASELINE = {
+  // The leader row read plainly: whether another candidate holds a live lease. SQLite has no row
+  // locks (BEGIN IMMEDIATE takes the database's write lock, which the candidate upsert needs
+  // anyway), but a follower still does no more than the library's: the read and its upsert.
+  heldByOther: `SELECT 1 AS held FROM ${LEADER_TABLE}
+WHERE ns = @ns AND leader_id IS NOT NULL AND leader_id <> @id AND lease_expires_at > ${SQLITE_NOW}`,
+  lease: `INSERT INTO ${LEADER_TABLE} AS l (ns, leader_id, lease_expires_at, updated_at, term)
 VALUES (@ns, @id, ${SQLITE_LATER}, ${SQLITE_NOW}, 1)
 ON CONFLICT (ns) DO UPDATE SET
   term = CASE WHEN l.leader_id = excluded.leader_id AND l.lease_expires_at > ${SQLITE_NOW} THEN l.term ELSE l.term + 1 END,
   leader_id = excluded.leader_id, lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at
-WHERE l.leader_id IS NULL OR l.lease_expires_at <= ${SQLITE_NOW} OR l.leader_id = excluded.leader_id`);
-  const touch = db.prepare(`INSERT INTO ${CANDIDATE_TABLE} (ns, candidate_id, last_heartbeat_at, expires_at)
+WHERE l.leader_id IS NULL OR l.lease_expires_at <= ${SQLITE_NOW} OR l.leader_id = excluded.leader_id`,
+  touch: `INSERT INTO ${CANDIDATE_TABLE} (ns, candidate_id, last_heartbeat_at, expires_at)
 VALUES (@ns, @id, ${SQLITE_NOW}, ${SQLITE_LATER})
-ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, expires_at = excluded.expires_at`);
-  // The leader row read plainly: whether another candidate holds a live lease. SQLite has no row
-  // locks (BEGIN IMMEDIATE takes the database's write lock, which the candidate upsert needs
-  // anyway), but a follower still does no more than the library's: the read and its upsert.
-  const heldByOther = db.prepare(`SELECT 1 AS held FROM ${LEADER_TABLE}
-WHERE ns = @ns AND leader_id IS NOT NULL AND leader_id <> @id AND lease_expires_at > ${SQLITE_NOW}`);
+ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, expires_at = excluded.expires_at`,
+} as const;
+
+async function openSqlite(file: string): Promise<RawClient> {
+  const Database = require('better-sqlite3') as SqliteConstructor;
+  const db = new Database(file, { timeout: 5000 });
+  const lease = db.prepare(SQLITE_BASELINE.lease);
+  const touch = db.prepare(SQLITE_BASELINE.touch);
+  const heldByOther = db.prepare(SQLITE_BASELINE.heldByOther);
   const elect = db.transaction((ns: string, id: string, later: string) => {
     if (heldByOther.get({ ns, id }) === undefined) lease.run({ ns, id, later });
     touch.run({ ns, id, later });
