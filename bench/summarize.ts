@@ -46,7 +46,7 @@ export function summarize(reports: BenchReport[]): string {
       ? [Math.min(...r.values), median(r.values), Math.max(...r.values)].map((v) => shown(v, r.target, r.limit))
       : ['–', '–', '–'];
     const missing = r.missing ? ` (${r.missing} not measured)` : '';
-    const verdict = r.met === r.judged ? `${r.met} of ${r.judged}` : `**${r.met} of ${r.judged}**`;
+    const verdict = r.judged === 0 ? '–' : r.met === r.judged ? `${r.met} of ${r.judged}` : `**${r.met} of ${r.judged}**`;
     lines.push(`| ${r.target} | ${NAMES[r.database] ?? r.database} | ${min} | ${mid} | ${max} | ${r.limit} | ${verdict}${missing} |`);
   }
   return lines.join('\n') + '\n';

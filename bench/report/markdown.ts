@@ -100,16 +100,27 @@ export function renderMarkdown(report: BenchReport): string {
     const sizes = scale[0]?.[1].scale?.sizes;
     out.push(
       `### Scale: namespaces (${sizes?.candidatesPerNamespace} candidates each)\n\nEach size in its own database, sizes interleaved in chunks; ${sizes?.reps} × ${sizes?.calls} calls, ` +
-        'each a random candidate of a random namespace. p50 / p99 in ms; ratio: median of per-repetition p50 ratios.',
+        'each a random candidate of a random namespace. p50 / p99 in ms; ratio: median of per-repetition p50 ratios. ' +
+        'The raw baseline makes the same calls on the same database, taking turns with the library: its ratio is what the larger database costs by itself. ' +
+        "Statements per call: the library's, warm-up included.",
     );
     const counts = scale[0]?.[1].scale?.points.map((p) => p.namespaces) ?? [];
     out.push(
       table(
-        ['database', ...counts.map((c) => `${n(c)} ns`), 'largest ÷ smallest p50', `listCandidates (${n(sizes?.listCandidates ?? NaN)} active) p50 / p99`],
+        [
+          'database',
+          ...counts.map((c) => `${n(c)} ns`),
+          'largest ÷ smallest p50',
+          'baseline: largest ÷ smallest p50',
+          `statements per call (${counts.map(n).join(' / ')} ns)`,
+          `listCandidates (${n(sizes?.listCandidates ?? NaN)} active) p50 / p99`,
+        ],
         scale.map(([kind, r]) => [
           LABEL[kind],
           ...r.scale!.points.map((p) => lat(p.elect)),
           `**${x(r.scale!.p50Ratio)}**`,
+          x(r.scale!.baselineP50Ratio),
+          r.scale!.points.map((p) => p.statementsPerCall.toFixed(1)).join(' / '),
           `${lat(r.scale!.list.result)} (${n(r.scale!.list.returned)} returned)`,
         ]),
       ),
