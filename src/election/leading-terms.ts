@@ -1,4 +1,10 @@
-import type { ElectOutcome } from './service';
+/** What an `elect` outcome tells about its namespace's lease (the fields of `ElectOutcome` read here). */
+export interface SeenOutcome {
+  readonly ns: string;
+  readonly leaderId: string | null;
+  readonly term: number;
+  readonly isLeader: boolean;
+}
 
 /** What this process last saw of one namespace's lease: who led it, under which term, and when. */
 interface Seen {
@@ -34,7 +40,7 @@ export class LeadingTerms {
    * that names the leader and term already seen keeps them (another candidate of this process
    * still leads); any other forgets them.
    */
-  observe(outcome: ElectOutcome, at: number): void {
+  observe(outcome: SeenOutcome, at: number): void {
     const { ns, leaderId, term } = outcome;
     if (outcome.isLeader && leaderId !== null) {
       this.#seen.set(ns, { leaderId, term, at });

@@ -4,13 +4,10 @@
  * pin down the one thing it decides: no statement that could only fail, none withheld that could
  * renew.
  */
-import { LeadingTerms } from '../../dist/src/election/leading-terms';
-import type { ElectOutcome } from 'gemstone-utils';
+import { LeadingTerms, SeenOutcome } from '../../dist/src/election/leading-terms';
 
-const NOW = new Date(0);
-
-function outcome(ns: string, leaderId: string | null, term: number, isLeader: boolean): ElectOutcome {
-  return { ns, leaderId, term, isLeader, acquired: false, handOver: false, wasRegistered: true, databaseNow: NOW };
+function outcome(ns: string, leaderId: string | null, term: number, isLeader: boolean): SeenOutcome {
+  return { ns, leaderId, term, isLeader };
 }
 
 describe('LeadingTerms', () => {
