@@ -286,6 +286,16 @@ export function renderMarkdown(report: BenchReport): string {
           }),
         ),
       );
+      out.push(
+        'How each join settled, tick by tick (host clock, ms after the last join: process, leases it held after the tick, leaderships the tick ended):\n\n' +
+          balanced
+            .map(([kind, r]) => {
+              const steps = r.group!.balance!.joinTrace ?? [];
+              const shown = steps.map((t) => `+${n(t.ms)} p${t.process} ${n(t.held)}${t.lost ? ` (−${n(t.lost)})` : ''}`);
+              return `- ${LABEL[kind]}: ${shown.length ? shown.join(', ') : '–'}`;
+            })
+            .join('\n'),
+      );
     }
     out.push(
       'Never held twice: ' +

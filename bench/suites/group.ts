@@ -138,6 +138,34 @@ export interface BalanceResult {
   transactionsPerTick: TransactionCount;
   /** Most transactions in one tick window of a hand-over (the tick that ended leaderships, and the next: see `handingOver`), and how many such ticks. */
   handOverTicks: { maxTransactions: number; ticks: number };
+  /**
+   * How the join settled, tick by tick: every tick after the last join (until the even split was
+   * seen) that changed what its process holds — which process, when after the join (host clock),
+   * the leases it held after the tick and the leaderships the tick ended.
+   */
+  joinTrace: JoinStep[];
+}
+
+/** One tick of a balance run that changed its process's leases (see {@link BalanceResult.joinTrace}). */
+export interface JoinStep {
+  process: number;
+  ms: number;
+  held: number;
+  lost: number;
+}
+
+/** The ticks between `from` and `to` (host clock) that changed what their process held, in time order. */
+function joinTrace(workers: readonly Worker[], from: number, to: number): JoinStep[] {
+  const steps: JoinStep[] = [];
+  for (const worker of workers) {
+    let held = worker.ticks.filter((t) => t.at < from).at(-1)?.held ?? 0;
+    for (const tick of worker.ticks) {
+      if (tick.at < from || tick.at > to) continue;
+      if (tick.held !== held || tick.lost > 0) steps.push({ process: worker.index, ms: Math.round(tick.at - from), held: tick.held, lost: tick.lost });
+      held = tick.held;
+    }
+  }
+  return steps.sort((a, b) => a.ms - b.ms);
 }
 
 export interface GroupSafety {
@@ -611,9 +639,11 @@ async function runBalance(
     for (let i = 1; i < k; i++) workers.push(spawn(i, config));
     await Promise.all(workers.map((w) => w.ready));
     const joinAt = await observer.now();
+    const joinHostAt = Date.now();
     const ids = workers.map((w) => w.candidateId);
     const joinOk = await until(() => settled(ids, even(k)), joinLimitMsFor(sizes) + 20_000);
     const joinSeen = await observer.now();
+    const trace = joinTrace(workers, joinHostAt, Date.now());
     await sleep(quietTicks * tickMs * 1.1);
     const afterJoin = await observer.history(prefix);
     const joinLast = joinOk ? lastChange(afterJoin, joinAt, joinSeen) : null;
@@ -648,6 +678,7 @@ async function runBalance(
       quietTicks,
       transactionsPerTick: (({ prune: _prune, ...count }) => count)(maxTransactions(workers, (ticks, i) => !handingOver(ticks, i))),
       handOverTicks: (({ max, ticks }) => ({ maxTransactions: max, ticks }))(maxTransactions(workers, handingOver)),
+      joinTrace: trace,
     };
     log(
       `  group ${target.kind} balance ${count}: ${joinCounts.join('/')} ${result.joinSettleMs ?? '–'} ms after the last join, ` +
