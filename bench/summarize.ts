@@ -2,10 +2,13 @@
  * `npm run bench:summary -- <dir> <dir> …`: the targets of several stored full runs (each a
  * directory holding the `latest.json` of an `npm run bench --out <dir>`), one row per target with
  * its min / median / max over the runs and in how many runs it was met. The table
- * docs/benchmarks.md quotes, from the stored results only.
+ * docs/benchmarks.md quotes, from the stored results only. The targets are evaluated again from
+ * each run's stored results by the current rules (`report/targets.ts`), so a target added after a
+ * run is judged on it too; the correctness failures are the run's own.
  */
 import * as fs from 'fs';
 import * as path from 'path';
+import { evaluateTargets } from './report/targets';
 import type { BenchReport, Target } from './report/types';
 
 const NAMES: Record<string, string> = { postgres: 'PostgreSQL', mariadb: 'MariaDB', sqlite: 'SQLite file' };
@@ -58,7 +61,9 @@ if (require.main === module) {
     console.error('usage: npm run bench:summary -- <results dir> [<results dir> …]');
     process.exit(2);
   }
-  const reports = dirs.map((dir) => JSON.parse(fs.readFileSync(path.join(dir, 'latest.json'), 'utf8')) as BenchReport);
+  const reports = dirs
+    .map((dir) => JSON.parse(fs.readFileSync(path.join(dir, 'latest.json'), 'utf8')) as BenchReport)
+    .map((report) => ({ ...report, targets: evaluateTargets(report.results) }));
   const runs = reports.map((r, i) => `${dirs[i]}: ${r.meta.date}, ${Math.round(r.meta.durationSeconds)} s, ${r.failures.length} correctness failure(s)`).join('; ');
   process.stdout.write(`${reports.length} run(s) — ${runs}\n\n${summarize(reports)}`);
 }

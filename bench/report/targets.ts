@@ -31,7 +31,7 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
         met: value <= 1.5,
       });
     }
-    if (kind === 'sqlite' && top) {
+    if (top) {
       const value = top.library.starved;
       targets.push({
         target: `candidates that completed no call at ${top.concurrency} concurrent (most in one repetition)`,
