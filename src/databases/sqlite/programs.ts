@@ -220,7 +220,10 @@ ${d.upsert(['ns', 'term'], ['leader_id', 'acquired_at', 'ended_at', 'end_reason'
         // A renewing leader hands over when it is not eligible or outranked (the rule of `decide`).
         handOver: isLeader && !acquired && decide({ leaderId: id, live: true }, id, standing, fields).handOver,
         wasRegistered: standing.registered,
-        databaseNow: row.now,
+        // The clock of the read before the writes: the lease was judged after it. The read after
+        // them comes later than the decision, and a history checker dating the call by it would
+        // place the renewal before the call's own clock (the chaos test's lin check did).
+        databaseNow: found?.now ?? row.now,
       };
     },
 
