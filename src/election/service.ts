@@ -270,19 +270,20 @@ export class ElectionService {
     if (programs) return programs.elect(ns, id, expire, fields);
     const store = storeOf(contextOf(dataSource));
     const { electInOneStatement } = store;
+    const joined = runnerOf(session)?.isTransactionActive === true;
     if (electInOneStatement && !locked) {
       // PostgreSQL, existing namespace: one round trip, and the leader row is locked for one
-      // statement's execution instead of four round trips (what queues concurrent candidates).
+      // statement's execution instead of four round trips (what queues concurrent candidates);
+      // outside a caller's transaction, a follower does not lock it at all.
       // A row that changed hands while the statement waited for its lock is decided by a new
       // statement (a new snapshot; in the caller's transaction the lock is already held, so the
       // second one sees it as it is), a few times at most, then by the locked path.
       for (let attempt = 0; attempt < ONE_STATEMENT_ATTEMPTS; attempt++) {
-        const decision = await inOneStatement(dataSource, session, (m) => electInOneStatement(m, ns, id, expire, fields));
+        const decision = await inOneStatement(dataSource, session, (m) => electInOneStatement(m, ns, id, expire, fields, !joined));
         if (decision === undefined) break;
         if (decision !== 'stale') return { ns, ...decision };
       }
     }
-    const joined = runnerOf(session)?.isTransactionActive === true;
     const { renewInOneStatement } = store;
     if (!renewInOneStatement) return this.#electInTransaction(dataSource, session, store, ns, id, expire, fields, joined, locked);
     // MariaDB: a leader renews in one autocommit statement, under the term it last led under (the

@@ -8,7 +8,8 @@
  * open; C's elect is seen waiting for B's lock (pg_blocking_pids); B's lease runs out by the
  * database clock inside that transaction; then B commits and C's elect goes on. A watch whose
  * only pooled connection is held meanwhile reads nothing during the race, so what it yields for
- * terms 2 and 3 comes from the history table.
+ * terms 2 and 3 comes from the history table. (A follower of a live lease outside a transaction
+ * does not lock the row, so it never waits: the vacancy case runs in the caller's transaction.)
  */
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ElectionService, type ElectOutcome } from 'gemstone-utils';
@@ -110,7 +111,7 @@ describeEachDatabase(
       }, 60_000);
     }
 
-    test('a vacancy committed while it waited is decided on the candidates as they are after it', async () => {
+    test("in the caller's transaction, a vacancy committed while it waited is decided on the candidates as they are after it; without a session it did not wait", async () => {
       const svc = new ElectionService(ds, { expireSeconds: 30 });
       const ns = freshNs();
       const [r, c] = [uuid(), uuid()];
@@ -125,7 +126,11 @@ describeEachDatabase(
       await holder.startTransaction();
       await svc.unregisterCandidate(r, { ns, session: holder });
       const [{ pid }] = (await holder.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;
-      const electing = svc.electOutcome(c, { ns });
+      // Outside a transaction C follows the lease its statement's snapshot shows, which R still
+      // holds (its vacancy is not committed): no lock, so no wait.
+      expect(await svc.electOutcome(c, { ns })).toMatchObject({ leaderId: r, term: 1, isLeader: false });
+      // In a transaction of the caller's, C's statement locks the row, so it waits.
+      const electing = inCallerTransaction(ds, (runner) => svc.electOutcome(c, { ns, session: runner }));
       electing.catch(() => undefined);
       await waitFor(
         "C's elect to wait for the lock",

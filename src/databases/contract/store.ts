@@ -38,13 +38,19 @@ export interface SharedStore {
   bool(value: boolean | undefined): boolean | number | null;
 }
 
-/** PostgreSQL's whole `elect` of an existing namespace in one statement (see its folder's `elect.ts`). */
+/**
+ * PostgreSQL's whole `elect` of an existing namespace in one statement (see its folder's
+ * `elect.ts`). `followerReads`: the statement runs outside any transaction of the caller's (its
+ * snapshot is its own), so a follower may be answered from that snapshot without locking the
+ * leader row.
+ */
 export type ElectInOneStatement = (
   m: EntityManager,
   ns: string,
   candidateId: string,
   expireSeconds: number,
   fields?: CandidateFields,
+  followerReads?: boolean,
 ) => Promise<ElectDecision | 'stale' | undefined>;
 
 /**

@@ -35,7 +35,7 @@ function createMysqlElect(shared: SharedStore): ElectMembers {
      * judged by the server clock at that moment: the call is linearized at the read, when the
      * lease it reports was held. Any other outcome (vacant, expired, the caller's own lease,
      * no row) takes the locked path in the same transaction, leader row before candidate row.
-     * Not on PostgreSQL (one statement does it all) nor SQLite (its write lock is the only lock,
+     * PostgreSQL does the same inside its one statement (see its `elect.ts`); not SQLite (its write lock is the only lock,
      * and a deferred read before a write would fail with SQLITE_BUSY_SNAPSHOT under contention).
      */
     followerReadsFirst: true,

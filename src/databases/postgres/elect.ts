@@ -42,8 +42,19 @@ function createPostgresElect(shared: SharedStore): ElectMembers {
     const me = sql`CAST(${slot('id')} AS varchar)`;
     const later = sql`(clock_timestamp() + make_interval(secs => ${slot('expire')}))`;
     prepared = prepare(
-      sql`WITH locked AS (
-  SELECT ns, leader_id, term, lease_expires_at FROM ${leaders} WHERE ns = ${ns} FOR UPDATE
+      sql`WITH peek AS MATERIALIZED (
+  -- The leader row as the statement's snapshot shows it, without a lock, and the clock read
+  -- right after that snapshot was taken.
+  SELECT ns, leader_id, term, lease_expires_at, clock_timestamp() AS at FROM ${leaders} WHERE ns = ${ns}
+), follows AS MATERIALIZED (
+  -- A follower: an unexpired lease held by another candidate. It only heartbeats; it never
+  -- queues for the leader row's lock. Only when the snapshot is the statement's own (peek).
+  SELECT ns, leader_id, term, at FROM peek
+  WHERE CAST(${slot('peek')} AS boolean) AND leader_id IS NOT NULL AND leader_id <> ${me} AND lease_expires_at > at
+), locked AS (
+  -- Everyone else locks the row. (The uncorrelated NOT EXISTS is a one-time filter: no row is
+  -- scanned, hence none locked, when the caller follows.)
+  SELECT ns, leader_id, term, lease_expires_at FROM ${leaders} WHERE ns = ${ns} AND NOT EXISTS (SELECT 1 FROM follows) FOR UPDATE
 ), seen AS (
   -- The locked row only when its holder and term are the ones the statement's snapshot shows:
   -- the history and the candidates below are read from that snapshot. Otherwise nothing is
@@ -73,7 +84,7 @@ function createPostgresElect(shared: SharedStore): ElectMembers {
   RETURNING l.ns, l.leader_id, l.term, l.term = decided.term AS renewed, l.updated_at AS granted_at
 ), touch AS (
   INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})
-  SELECT ns, ${me}, clock_timestamp(), ${later}${values} FROM decided
+  SELECT ns, ${me}, clock_timestamp(), ${later}${values} FROM (SELECT ns FROM decided UNION ALL SELECT ns FROM follows) AS touched
   ON CONFLICT (ns, candidate_id) DO UPDATE SET last_heartbeat_at = EXCLUDED.last_heartbeat_at, expires_at = EXCLUDED.expires_at${updated}
   -- Whether the row existed is told by the write, not by the snapshot: a row deleted by a
   -- transaction that committed after the statement began is created here (xmax = 0: inserted).
@@ -91,6 +102,10 @@ function createPostgresElect(shared: SharedStore): ElectMembers {
     'ns', lease.ns, 'leaderId', lease.leader_id, 'term', lease.term)::text)
   FROM lease WHERE NOT lease.renewed
 )
+SELECT false AS stale, f.leader_id, f.term, true AS live, false AS hand_over, (SELECT NOT inserted FROM touch) AS registered,
+  NULL AS new_term, NULL AS renewed, 0 AS announced, ${d.instant('f.at')} AS db_now
+FROM follows f
+UNION ALL
 SELECT decided.ns IS NULL AS stale, decided.leader_id, decided.term, decided.live, decided.hand_over,
   COALESCE((SELECT NOT inserted FROM touch), decided.registered) AS registered,
   lease.term AS new_term, lease.renewed, (SELECT count(*) FROM announced) AS announced, ${d.instant(d.now.text)} AS db_now
@@ -109,7 +124,10 @@ FROM locked LEFT JOIN decided ON true LEFT JOIN lease ON true`,
      */
     insertsLeaderRowFirst: false,
 
-    /** One statement does it all (see {@link electInOneStatement}): no follower read first. */
+    /**
+     * No separate follower read: the one statement (see {@link electInOneStatement}) answers a
+     * follower from its snapshot before it would lock.
+     */
     followerReadsFirst: false,
 
     /** The new version's `xmax` is 0 only for an insert: the write tells whether the row existed. */
@@ -151,6 +169,17 @@ SELECT COUNT(*) AS n FROM renewed`,
      *
      * It decides as the locked path does ({@link decide}, on the newest committed leader row, by the
      * database clock after the lock), clause by clause:
+     * - `peek` and `follows` (only with `followerReads`, i.e. outside a transaction of the
+     *   caller's, so that the snapshot is the statement's own, taken when it began): when the
+     *   snapshot shows an unexpired lease held by another candidate, judged by `clock_timestamp()`
+     *   read after the snapshot was taken, the call follows: the lease was committed and
+     *   unexpired at the snapshot's moment, and a follower's call writes only its own candidate
+     *   row (no call changes leadership without the leader row's lock), so the call is
+     *   linearized there, and `databaseNow` is that clock reading. Nothing else runs: `locked`
+     *   locks no row (its `NOT EXISTS` is a one-time filter), so followers never queue for the
+     *   lock that renewals and takeovers take — 64 callers of one namespace used to. Inside the
+     *   caller's transaction the snapshot may be older than the statement (REPEATABLE READ), and
+     *   the statement locks as below.
      * - `locked` reads the leader row `FOR UPDATE`: after waiting for another transaction's lock,
      *   its newest committed version (READ COMMITTED). `lease` and `touch` take their input rows
      *   from it, so the leader row is locked before the candidate row is written (lock order).
@@ -186,8 +215,10 @@ SELECT COUNT(*) AS n FROM renewed`,
       candidateId: string,
       expireSeconds: number,
       fields: CandidateFields = {},
+      followerReads = false,
     ): Promise<ElectDecision | 'stale' | undefined> => {
       const [row] = await executeBound(context, m, electStatement(fields), {
+        peek: followerReads,
         ns,
         id: candidateId,
         expire: expireSeconds,
