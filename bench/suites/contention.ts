@@ -3,6 +3,8 @@
  * worker thread with one connection of its own, in a closed loop until a shared deadline; the
  * library and the baseline (lib/baseline.ts) take turns, repetition by repetition. The first
  * candidate leads (it elected first, with a 60 s lease), so every other call is a follower's.
+ * A first repetition of each side warms the workers up and is not recorded (its errors and
+ * leader check are).
  */
 import * as path from 'path';
 import { Worker } from 'worker_threads';
@@ -91,8 +93,16 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
       }
       const candidates = ids.map((candidateId) => new Candidate({ target, candidateId, expireSeconds: EXPIRE }));
       const reps: Record<'library' | 'baseline', RepOutcome[]> = { library: [], baseline: [] };
+      const warmUps: Record<'library' | 'baseline', Pick<RepOutcome, 'errors' | 'exactlyOneLeader'>> = {
+        library: { errors: [], exactlyOneLeader: true },
+        baseline: { errors: [], exactlyOneLeader: true },
+      };
       try {
-        for (let rep = 0; rep < sizes.reps; rep++) {
+        // Repetition 0 is a warm-up, not recorded: each worker is a V8 isolate of its own, whose
+        // first calls run cold code (64 isolates compiling on two cores took seconds, and the
+        // library, run first, paid it alone: the baseline's driver code was warm by its turn).
+        for (let rep = -1; rep < sizes.reps; rep++) {
+          const warmUp = rep < 0;
           for (const mode of ['library', 'baseline'] as const) {
             await Promise.all(candidates.map((c) => c.send({ type: 'open', mode })));
             // The first candidate leads at the start of every run, whatever the slow start of many
@@ -112,6 +122,12 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
               if (seen.size !== 1 || !seen.has(leader)) problems.push(`candidates see leaders ${JSON.stringify([...seen])}`);
             }
             const idle = reports.filter((r) => r.samples.length === 0).length;
+            if (warmUp) {
+              log(`  contention ${target.kind} x${concurrency} ${mode}: warm-up${idle ? `, ${idle} candidates completed no call inside its window` : ''}${problems.length ? `, NOT exactly one leader: ${problems.join('; ')}` : ''}`);
+              // Its correctness counts as any repetition's does.
+              warmUps[mode] = { errors: reports.flatMap((r) => r.errors), exactlyOneLeader: problems.length === 0 };
+              continue;
+            }
             if (idle) log(`  contention ${target.kind} x${concurrency} ${mode}: ${idle} candidates completed no call inside the window`);
             const exactlyOneLeader = problems.length === 0;
             if (!exactlyOneLeader) log(`  contention ${target.kind} x${concurrency} ${mode}: NOT exactly one leader: ${problems.join('; ')}`);
@@ -131,27 +147,27 @@ export async function runContention(target: BenchTarget, sizes: ContentionSizes,
               exactlyOneLeader,
             });
           }
-          log(`  contention ${target.kind} x${concurrency}: repetition ${rep + 1}/${sizes.reps} done`);
+          if (!warmUp) log(`  contention ${target.kind} x${concurrency}: repetition ${rep + 1}/${sizes.reps} done`);
         }
       } finally {
         await Promise.all(candidates.map((c) => c.worker.terminate()));
       }
-      const side = (outcomes: RepOutcome[]): ContentionSide => ({
+      const side = (outcomes: RepOutcome[], warmUp: Pick<RepOutcome, 'errors' | 'exactlyOneLeader'>): ContentionSide => ({
         p50: median(outcomes.map((o) => o.p50)),
         p99: median(outcomes.map((o) => o.p99)),
         followerP50: concurrency > 1 ? median(outcomes.map((o) => o.followerP50 as number)) : null,
         followerP99: concurrency > 1 ? median(outcomes.map((o) => o.followerP99 as number)) : null,
         throughput: median(outcomes.map((o) => o.throughput)),
         calls: outcomes.reduce((sum, o) => sum + o.calls, 0),
-        errors: outcomes.reduce((sum, o) => sum + o.errors.length, 0),
-        errorSamples: outcomes.flatMap((o) => o.errors).slice(0, 5),
-        exactlyOneLeader: outcomes.every((o) => o.exactlyOneLeader),
+        errors: outcomes.reduce((sum, o) => sum + o.errors.length, warmUp.errors.length),
+        errorSamples: [...warmUp.errors, ...outcomes.flatMap((o) => o.errors)].slice(0, 5),
+        exactlyOneLeader: warmUp.exactlyOneLeader && outcomes.every((o) => o.exactlyOneLeader),
         starved: Math.max(0, ...outcomes.map((o) => o.starved)),
       });
       points.push({
         concurrency,
-        library: side(reps.library),
-        baseline: side(reps.baseline),
+        library: side(reps.library, warmUps.library),
+        baseline: side(reps.baseline, warmUps.baseline),
         followerP99Ratio:
           concurrency > 1
             ? median(reps.library.map((o, i) => (o.followerP99 as number) / (reps.baseline[i]?.followerP99 as number)))

@@ -4,7 +4,7 @@
  * first. (SQLite has one write lock for the whole database, which every heartbeat takes.)
  *
  * The lock is held by an application transaction in which the leader renewed (`elect` with a
- * session). The follower's call must return the live leader while that transaction is still open;
+ * session), or by the leader's fenced transaction (`assertLeader`). The follower's call must return the live leader while that transaction is still open;
  * the call inside a transaction of its own caller still locks, and so waits.
  */
 import type { DataSource, QueryRunner } from 'typeorm';
@@ -76,6 +76,24 @@ describeEachDatabase(
         expect(rows.map((r) => r.candidate_id)).toEqual([b, c].sort());
       });
       expect(await svc.getLeader({ ns })).toMatchObject({ leaderId: a, term: first.term });
+    });
+
+    test("does not wait for the leader's fenced transaction (assertLeader's lock held until it commits)", async () => {
+      const ns = freshNs();
+      const [a, b] = [uuid(), uuid()];
+      const first = await svc.electOutcome(a, { ns });
+      const runner = ds.createQueryRunner();
+      try {
+        await runner.startTransaction();
+        await svc.assertLeader(a, { ns, session: runner, term: first.term });
+        const answer = await settlesWithin(svc.electOutcome(b, { ns }), 10_000);
+        expect(answer.settled).toBe(true);
+        if (answer.settled) expect(answer.value).toMatchObject({ leaderId: a, term: first.term, isLeader: false });
+        await runner.commitTransaction();
+      } finally {
+        if (runner.isTransactionActive) await runner.rollbackTransaction();
+        await runner.release();
+      }
     });
 
     test('the database clock it answers with is read after the call began and before it returned', async () => {
