@@ -9,7 +9,7 @@
  */
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ElectionService } from 'gemstone-utils';
-import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
+import { describeEachDatabase, inCallerTransaction, query, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 
 /** Far longer than a follower's call takes, even on a loaded machine. */
@@ -37,26 +37,24 @@ describeEachDatabase(
       svc = new ElectionService(ds, { expireSeconds: LEASE });
     });
 
-    /** Runs `body` while a transaction in which `leader` renewed holds the leader row's lock. */
-    async function whileLocked(ns: string, leader: string, body: (runner: QueryRunner) => Promise<void>): Promise<void> {
-      const runner = ds.createQueryRunner();
-      try {
-        await runner.startTransaction();
-        expect(await svc.electOutcome(leader, { ns, session: runner })).toMatchObject({ leaderId: leader, isLeader: true });
-        await body(runner);
-        await runner.commitTransaction();
-      } finally {
-        if (runner.isTransactionActive) await runner.rollbackTransaction();
-        await runner.release();
-      }
+    /** Runs `body` while a transaction of the caller's, in which `lock` ran, holds the leader row's lock. */
+    function whileLocked(lock: (runner: QueryRunner) => Promise<unknown>, body: () => Promise<void>): Promise<void> {
+      return inCallerTransaction(ds, async (runner) => {
+        await lock(runner);
+        await body();
+      });
     }
+
+    /** The leader's renewal in a transaction of the caller's. */
+    const renewedIn = (ns: string, leader: string) => async (runner: QueryRunner) =>
+      expect(await svc.electOutcome(leader, { ns, session: runner })).toMatchObject({ leaderId: leader, isLeader: true });
 
     test('returns the live leader and its term while the lock is held, and heartbeats (a new candidate is registered)', async () => {
       const ns = freshNs();
       const [a, b, c] = [uuid(), uuid(), uuid()];
       const first = await svc.electOutcome(a, { ns });
       await svc.registerCandidate(b, { ns });
-      await whileLocked(ns, a, async () => {
+      await whileLocked(renewedIn(ns, a), async () => {
         // A registered follower and a candidate the namespace has not seen yet.
         for (const [id, registered] of [
           [b, true],
@@ -82,18 +80,14 @@ describeEachDatabase(
       const ns = freshNs();
       const [a, b] = [uuid(), uuid()];
       const first = await svc.electOutcome(a, { ns });
-      const runner = ds.createQueryRunner();
-      try {
-        await runner.startTransaction();
-        await svc.assertLeader(a, { ns, session: runner, term: first.term });
-        const answer = await settlesWithin(svc.electOutcome(b, { ns }), 10_000);
-        expect(answer.settled).toBe(true);
-        if (answer.settled) expect(answer.value).toMatchObject({ leaderId: a, term: first.term, isLeader: false });
-        await runner.commitTransaction();
-      } finally {
-        if (runner.isTransactionActive) await runner.rollbackTransaction();
-        await runner.release();
-      }
+      await whileLocked(
+        (runner) => svc.assertLeader(a, { ns, session: runner, term: first.term }),
+        async () => {
+          const answer = await settlesWithin(svc.electOutcome(b, { ns }), 10_000);
+          expect(answer.settled).toBe(true);
+          if (answer.settled) expect(answer.value).toMatchObject({ leaderId: a, term: first.term, isLeader: false });
+        },
+      );
     });
 
     test('the database clock it answers with is read after the call began and before it returned', async () => {
@@ -105,11 +99,10 @@ describeEachDatabase(
       const [before] = await query<{ t: unknown }>(ds, `SELECT ${clock} AS t`);
       const outcome = await svc.electOutcome(b, { ns });
       const [after] = await query<{ t: unknown }>(ds, `SELECT ${clock} AS t`);
-      const asDate = (v: unknown): number => Number(v);
       expect(outcome).toMatchObject({ leaderId: a, isLeader: false });
       // Millisecond rounding on either side.
-      expect(outcome.databaseNow.getTime()).toBeGreaterThanOrEqual(asDate(before!.t) - 1);
-      expect(outcome.databaseNow.getTime()).toBeLessThanOrEqual(asDate(after!.t) + 1);
+      expect(outcome.databaseNow.getTime()).toBeGreaterThanOrEqual(Number(before!.t) - 1);
+      expect(outcome.databaseNow.getTime()).toBeLessThanOrEqual(Number(after!.t) + 1);
     });
 
     test("inside the caller's transaction a follower still takes the lock, and so waits for it", async () => {
@@ -117,21 +110,12 @@ describeEachDatabase(
       const [a, b] = [uuid(), uuid()];
       const first = await svc.electOutcome(a, { ns });
       let pending: Promise<unknown> | undefined;
-      const other = ds.createQueryRunner();
-      try {
-        await whileLocked(ns, a, async () => {
-          await other.startTransaction();
-          pending = svc.electOutcome(b, { ns, session: other });
-          pending.catch(() => undefined);
-          expect((await settlesWithin(pending, 1_500)).settled).toBe(false);
-        });
-        expect(await pending).toMatchObject({ leaderId: a, term: first.term, isLeader: false });
-        await other.commitTransaction();
-      } finally {
-        if (other.isTransactionActive) await other.rollbackTransaction();
-        await other.release();
-      }
-      await sleep(0);
+      await whileLocked(renewedIn(ns, a), async () => {
+        pending = inCallerTransaction(ds, (other) => svc.electOutcome(b, { ns, session: other }));
+        pending.catch(() => undefined);
+        expect((await settlesWithin(pending, 1_500)).settled).toBe(false);
+      });
+      expect(await pending).toMatchObject({ leaderId: a, term: first.term, isLeader: false });
     });
   },
   { kinds: ['postgres', 'mariadb'] },
