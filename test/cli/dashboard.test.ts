@@ -163,7 +163,9 @@ describeInBrowser('gemstone-election demo --dashboard in Chromium', (browser: ()
     'the printed URL',
     (db) => {
       test('opened as printed, the page goes live and shows a new leader after a failover (two distinct leaders of its namespace)', async () => {
-        const child = startCli(['demo', '--plain', '--chaos', '--chaos-every', '2', '--lease', '1', '--duration', '12', '--ns', 'demo-dash', '--dashboard', '0', '--url', db.url()]);
+        // 20 s: a browser that took most of a 12 s demo to open the page (a CI run under extra
+        // CPU load) found the demo over, and no failover left to show.
+        const child = startCli(['demo', '--plain', '--chaos', '--chaos-every', '2', '--lease', '1', '--duration', '20', '--ns', 'demo-dash', '--dashboard', '0', '--url', db.url()]);
         const result = finished(child, 60_000);
         const out = watch(child);
         const context = await browser().newContext();
