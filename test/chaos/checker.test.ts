@@ -466,6 +466,28 @@ describe('chaos checker', () => {
     expect(failed(runFull(renewed))).toEqual([]);
   });
 
+  test('(j) …or where the renewal committed after the lapse and its lease ran out, its holder frozen and demoted late', () => {
+    // Term 1's first lease ends at T0 + 2000; the renewal to T0 + 2600 committed only after that
+    // (its client froze between the UPDATE and the COMMIT, the row locked): a watcher dated the
+    // vacancy at T0 + 2000, and the history ends the term, expired, at T0 + 2600. The holder's
+    // local deadline demoted it, reported late (its process was frozen), and it never led again.
+    const late = (reason: string) => {
+      const input = full();
+      input.watches[1]!.changes.find((c) => c.term === 1 && c.leaderId === null)!.at = T0 + 2000;
+      const demotion = input.events.find((e) => e.ev === 'demoted' && e.term === 1)!;
+      Object.assign(demotion, { t: T0 + 2000 + LEASE + 800, reason });
+      input.events.sort((a, b) => Number(a.t) - Number(b.t));
+      return input;
+    };
+    expect(failed(runFull(late('lease-expired-locally')))).toEqual([]);
+    // Demoted for another reason, the early end is a watcher's error.
+    expect(failed(runFull(late('stopped')))).toEqual(['j']);
+    // A term that did not end expired needs the holder's re-election under it.
+    const handedOver = late('lease-expired-locally');
+    handedOver.history[0]!.endReason = 'handed-over';
+    expect(failed(runFull(handedOver))).toContain('j');
+  });
+
   test('(k) an ineligible worker must never lead, and the quiet tail must end with a live top-priority leader', () => {
     const ineligibleLed = full();
     ineligibleLed.settings[1] = { slot: 1, priority: 1, eligible: false };

@@ -456,17 +456,24 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
     stats.staleRejected = fenced.length;
 
     // (j) the observers.
-    // A lease may lapse while its holder's renewal waits with the row locked (a tick slowed past
-    // the lease end): readers see the lease expired, so watchers report the vacancy at the lease's
-    // end; then the renewal commits under the same term, nobody else having been able to take the
-    // lease. The holder shows it: demoted by its local deadline, then elected again under that
-    // term. Only then may a watcher's end of a term precede the history's.
+    // A lease may lapse while its holder's renewal transaction is open, the row locked (a tick
+    // slowed past the lease end, or a client frozen between the renewal's UPDATE and its COMMIT):
+    // readers see the lease expired, so watchers report the vacancy at the lease's end; then the
+    // renewal commits under the same term, nobody else having been able to take the lease, and
+    // the history ends the term later, at the renewed lease's end or by a later vacate. The holder
+    // shows it: its local deadline (which starts before the renewal was sent) demoted it, reported
+    // no earlier than a lease before the vacancy and, when its process was frozen, late. Then
+    // either its tick's answer came in time and it was elected again under that term, or the
+    // renewed lease ran out with nobody leading (the history says expired). Only then may a
+    // watcher's end of a term precede the history's.
     const lapsedAndRenewed = (/** @type {HistoryRow} */ h, /** @type {number} */ at) =>
+      h.endedAt !== null &&
+      at < h.endedAt &&
       events.some(
         (d) =>
           d.ev === 'demoted' && d.term === h.term && d.reason === 'lease-expired-locally' && candidateOf.get(`${d.slot}/${d.incarnation}`) === h.leaderId &&
-          h.endedAt !== null && at < h.endedAt && Math.abs(d.t - at) <= leaseMs &&
-          events.some((e) => e.ev === 'elected' && e.term === h.term && e.slot === d.slot && e.incarnation === d.incarnation && e.t > d.t),
+          d.t >= at - leaseMs &&
+          (h.endReason === 'expired' || events.some((e) => e.ev === 'elected' && e.term === h.term && e.slot === d.slot && e.incarnation === d.incarnation && e.t > d.t)),
       );
     if (input.watches) {
       /** @type {string[]} */ const w = [...(input.watchFailures ?? [])];
