@@ -165,9 +165,36 @@ describeEachDatabase('LeaderElector priority, eligibility and metadata', (db) =>
     expect(history.map((entry) => [entry.term, entry.endReason])).toEqual([[TRIALS + 1, null], ...Array.from({ length: TRIALS }, (_, i) => [TRIALS - i, 'handed-over'])]);
     // eslint-disable-next-line no-console
     console.log(`[${db.name}] hand-over, old leader's work ended → new leader started: ${took.map((t) => t.toFixed(0)).join(', ')} ms (median ${median(took).toFixed(0)} ms, interval ${INTERVAL} ms)`);
-    if (db.kind === 'postgres') expect(median(took)).toBeLessThan(INTERVAL * 0.5); // NOTIFY, not the next tick
-    else expect(Math.max(...took)).toBeLessThan(INTERVAL * 1.1 + 1_000); // the preferred one's next tick
+    // At most the preferred one's next tick (PostgreSQL: the vacancy NOTIFY, usually sooner; the
+    // test below tells the two apart). A median of half an interval was asserted here on
+    // PostgreSQL, and a CI run under extra CPU load measured 974, 867 and 231 ms: not a bound
+    // that tells a NOTIFY from a tick on a loaded machine.
+    expect(Math.max(...took)).toBeLessThan(INTERVAL * 1.1 + 1_000);
   });
+
+  if (db.kind === 'postgres') {
+    test('PostgreSQL: the preferred candidate takes a handed-over lease through the vacancy NOTIFY, before its own next tick', async () => {
+      const ns = freshNs();
+      // The leader ticks every second and hands over at its next tick; the preferred one ticks
+      // every 5 s, so its next tick comes at least 4.5 s after its start: elected well before
+      // that, it was the NOTIFY (its LISTEN connection is up when start() resolves).
+      const slow = 5_000;
+      const leader = elector(0, ns, { priority: 0, expireSeconds: 12, intervalMs: INTERVAL });
+      await leader.start();
+      expect(leader.isLeader).toBe(true);
+      const preferred = elector(1, ns, { priority: 1, expireSeconds: 12, intervalMs: slow });
+      const elected = new Promise<Lease>((resolve) => preferred.once('elected', resolve));
+      const startedAt = performance.now();
+      await preferred.start();
+      expect(preferred.isLeader).toBe(false);
+      const lease = await elected;
+      const tookMs = performance.now() - startedAt;
+      // The leader's next tick (≤ 1.1 s) decides and vacates; the NOTIFY and one elect follow.
+      expect(tookMs).toBeLessThan(slow * (1 - 0.1) - 100);
+      expect(lease.term).toBe(2);
+      expect(leader.isLeader).toBe(false);
+    });
+  }
 
   test('equal priorities never hand over; a lower one joining changes nothing', async () => {
     const ns = freshNs();
