@@ -9,7 +9,8 @@ export type { GroupElectInput, GroupElectOutcome, GroupNsOutcome } from './group
 
 /**
  * The statements of a {@link LeaderElectorGroup}: one tick campaigns for all of the group's
- * namespaces in one transaction (PostgreSQL: one statement), and one transaction vacates many.
+ * namespaces in one transaction (PostgreSQL: one statement, after one creating the rows of
+ * namespaces not seen yet), and one transaction vacates many.
  * Same protocol as `elect` (see `store.ts` and docs/protocol.md), namespace by namespace: the
  * database clock decides, nobody is preempted, the term goes up on each acquisition, the history
  * gets one row per term, leader rows are locked before candidate rows, in namespace order.
@@ -30,7 +31,8 @@ export function createGroupStore(context: DbContext) {
     foldsVacates: group.foldsVacates,
 
     /**
-     * One tick for every namespace of the group, in one transaction (PostgreSQL: one statement).
+     * One tick for every namespace of the group, in one transaction (PostgreSQL: one statement,
+     * after one creating the rows of namespaces not seen yet).
      * With {@link GroupElectInput.lockWaitMs} (on a database whose tick waits for row locks): when
      * a lock wait runs out (a rival's transaction holds a row of a lease this candidate holds) or
      * the waiting tick meets a deadlock, the tick runs again at once without waiting for any

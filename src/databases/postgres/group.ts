@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
-import { execute, inOneStatement } from '../../db/session';
+import { execute, inOneStatement, inTransaction } from '../../db/session';
 import { raw, sql } from '../../db/sql';
 import { compareNs, GroupElectInput, GroupElectOutcome, GroupNsOutcome, VacateReason } from '../../election/group-tick';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
@@ -8,7 +8,8 @@ import { NOTIFY_CHANNEL } from '../../election/store';
 import type { GroupParts, GroupStatements } from '../contract/group';
 
 /**
- * The group tick on PostgreSQL: ONE statement (its CTEs vacate the leases given up, lock, decide,
+ * The group tick on PostgreSQL: ONE statement (after one that creates the leader rows of
+ * namespaces not seen yet, see createRows; its CTEs vacate the leases given up, lock, decide,
  * write, open and close the terms and announce each change by NOTIFY), and one statement that
  * vacates many leases. A wait for a lock on the caller's own live lease is bounded by
  * `lock_timeout` (55P03), set for the statement's transaction only.
@@ -312,8 +313,52 @@ SELECT (SELECT json_agg(ns) FROM vacated WHERE live) AS vacated, (SELECT count(*
     return ((parseJson(row?.vacated) ?? []) as string[]).map(String);
   }
 
+  /**
+   * Creates the leader rows of namespaces the group has not seen yet (vacant, term 0), in
+   * namespace order, before the tick's statement, in its transaction. Inside the one statement a
+   * missing row's insert met another transaction's insert of the same row only after the
+   * decision, which had already counted that namespace against the balance quota: the tick then
+   * took nothing in its place (the differential tests found it). Here an insert that meets
+   * another transaction's waits for it (bounded like the tick's other lock waits), and the
+   * statement then decides on the committed row.
+   */
+  async function createRows(m: EntityManager, fresh: readonly string[], wait: number | undefined): Promise<void> {
+    const sorted = [...fresh].sort(compareNs);
+    await execute(
+      context,
+      m,
+      sql`WITH params AS (
+  SELECT ${
+    wait === undefined ? sql`NULL` : sql`set_config('lock_timeout', CAST(${`${Math.max(1, Math.round(wait))}ms`} AS text), true)`
+  } AS lock_timeout
+)
+INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
+SELECT x.ns, NULL, NULL, clock_timestamp(), 0 FROM unnest(CAST(${sorted} AS varchar[])) WITH ORDINALITY AS x (ns, i) CROSS JOIN params
+ORDER BY x.i
+ON CONFLICT (ns) DO NOTHING`,
+    );
+  }
+
   return {
-    elect: (input, _known, _waitMs, retries) => inOneStatement(dataSource, undefined, (m) => electPostgres(m, input), retries),
+    // One statement once every row exists; a tick with namespaces not seen yet creates their rows
+    // first, in the same transaction (see createRows).
+    elect: async (input, known, _waitMs, retries) => {
+      const fresh = input.namespaces.filter((ns) => !known.has(ns));
+      const outcome =
+        fresh.length === 0
+          ? await inOneStatement(dataSource, undefined, (m) => electPostgres(m, input), retries)
+          : await inTransaction(
+              dataSource,
+              undefined,
+              async (m) => {
+                await createRows(m, fresh, input.lockWaitMs);
+                return electPostgres(m, input);
+              },
+              retries,
+            );
+      for (const ns of fresh) known.add(ns);
+      return outcome;
+    },
     vacate: (namespaces, me, reason, unregister) => inOneStatement(dataSource, undefined, (m) => vacatePostgres(m, namespaces, me, reason, unregister)),
     read: (statement) => execute(context, dataSource.manager, statement),
   };

@@ -74,7 +74,7 @@ interface Run {
 /**
  * One process campaigning for many namespaces (one lease per scheduled job, shard or tenant) at
  * the cost of one: each tick renews every held lease, acquires every vacant or expired one and
- * heartbeats in ONE transaction for all namespaces (PostgreSQL: one statement), however many
+ * heartbeats in ONE transaction for all namespaces (PostgreSQL: one statement once their rows exist), however many
  * there are. See docs/group.md.
  *
  * Per namespace it keeps the guarantees of `LeaderElector`: a local deadline per lease (the
