@@ -122,12 +122,28 @@ const REGRESSIONS: Regression[] = [
       { op: 'tick', c: 1, nss: [0], priority: 0, eligible: false, metadata: false, balance: false, release: [], reason: 'resigned', proc: 0 },
     ],
   },
+  {
+    defect: 9,
+    title: "a balancing tick beside a rival's first insert of one namespace's leader row still takes the other, vacant, namespace",
+    kinds: ['postgres'],
+    steps: [
+      { op: 'register', c: 0, ns: 0, fields: {}, proc: 0 },
+      {
+        op: 'hold',
+        holder: { kind: 'elect', c: 0, ns: 0, proc: 0 },
+        waiters: [{ op: 'tick', c: 1, nss: [0, 1], priority: 0, eligible: true, metadata: false, balance: true, release: [], reason: 'resigned', proc: 1 }],
+        lapse: false,
+      },
+    ],
+  },
 ];
 
 function scheduleOf(r: Regression): Schedule {
   const json = JSON.stringify(r.steps);
   const max = (re: RegExp) => Math.max(0, ...[...json.matchAll(re)].map((m) => Number(m[1])));
-  return { candidates: Math.max(2, max(/"c":(\d+)/g) + 1), namespaces: max(/"ns":(\d+)/g) + 1, hostile: r.hostile ?? false, steps: r.steps };
+  // Namespaces: those named by "ns" and those a tick lists in "nss".
+  const listed = Math.max(0, ...[...json.matchAll(/"nss":\[([\d,]*)\]/g)].flatMap((m) => m[1]!.split(',').filter(Boolean).map(Number)));
+  return { candidates: Math.max(2, max(/"c":(\d+)/g) + 1), namespaces: Math.max(max(/"ns":(\d+)/g), listed) + 1, hostile: r.hostile ?? false, steps: r.steps };
 }
 
 function applies(r: Regression, db: TestDatabase): boolean {
