@@ -320,7 +320,8 @@ SELECT (SELECT json_agg(ns) FROM vacated WHERE live) AS vacated, (SELECT count(*
    * decision, which had already counted that namespace against the balance quota: the tick then
    * took nothing in its place (the differential tests found it). Here an insert that meets
    * another transaction's waits for it (bounded like the tick's other lock waits), and the
-   * statement then decides on the committed row.
+   * statement then decides on the committed row. Rows that exist are left out: their unique
+   * check would wait for a transaction updating them.
    */
   async function createRows(m: EntityManager, fresh: readonly string[], wait: number | undefined): Promise<void> {
     const sorted = [...fresh].sort(compareNs);
@@ -334,6 +335,9 @@ SELECT (SELECT json_agg(ns) FROM vacated WHERE live) AS vacated, (SELECT count(*
 )
 INSERT INTO ${leaders} (ns, leader_id, lease_expires_at, updated_at, term)
 SELECT x.ns, NULL, NULL, clock_timestamp(), 0 FROM unnest(CAST(${sorted} AS varchar[])) WITH ORDINALITY AS x (ns, i) CROSS JOIN params
+-- Only rows missing from the snapshot: an insert that conflicts with an existing row another
+-- transaction is updating would wait for that transaction.
+WHERE NOT EXISTS (SELECT 1 FROM ${leaders} l WHERE l.ns = x.ns)
 ORDER BY x.i
 ON CONFLICT (ns) DO NOTHING`,
     );
