@@ -32,14 +32,28 @@ async function main() {
   const placeholders = ds.options.type === 'postgres' ? ['$1', '$2', '$3'] : ['?', '?', '?'];
   const insert = `INSERT INTO elector_ledger (term, candidate_id, seq) VALUES (${placeholders.join(', ')})`;
   let seq = 0;
+  // One fenced write at a time. On SQLite the work DataSource is one connection with one shared
+  // QueryRunner, and two transactions begun in the same moment both send BEGIN (TypeORM counts
+  // the nesting only once BEGIN has answered): the second fails with "cannot start a transaction
+  // within a transaction" and its rollback ends the first. After a SIGSTOP that lands between a
+  // leader-work write's start and its BEGIN, the stale write of the demotion would meet exactly
+  // that, and be refused by the collision instead of the fence the tests check.
+  let writes = Promise.resolve();
 
-  async function fencedWrite(elector, term) {
-    const n = ++seq;
-    await workDs.transaction(async (session) => {
-      await service.assertLeader(elector.candidateId, { ns: config.ns, term, session });
-      await session.query(insert, [term, elector.candidateId, n]);
+  function fencedWrite(elector, term) {
+    const write = writes.then(async () => {
+      const n = ++seq;
+      await workDs.transaction(async (session) => {
+        await service.assertLeader(elector.candidateId, { ns: config.ns, term, session });
+        await session.query(insert, [term, elector.candidateId, n]);
+      });
+      return n;
     });
-    return n;
+    writes = write.then(
+      () => undefined,
+      () => undefined,
+    );
+    return write;
   }
 
   const elector = new LeaderElector({
