@@ -186,6 +186,30 @@ describeEachDatabase('LeaderElectorGroup', (db) => {
     if (db.kind === 'postgres') expect(counts[0]!.statements).toBe(2);
   });
 
+  // A DataSource's first use learns what its connections are (PostgreSQL: one statement of its
+  // own, once). A group's first tick, which sends more than one statement anyway, does it: no
+  // later tick of a fresh DataSource may send a second statement for it.
+  if (db.shared) test('from the second tick on, one transaction per tick on a fresh DataSource', async () => {
+    const counter = new TransactionCounter();
+    const counted = db.track(await initDb(db.options({ logging: ['query'], logger: counter } as never)));
+    const { group: g, errors } = group(counted, { namespaces: namespaces(freshNs(), 5), listen: false, expireSeconds: 30, intervalMs: 400 });
+    const ticks: election.GroupTick[] = [];
+    g.on('tick', (tick) => ticks.push(tick));
+    await g.start();
+    counter.reset();
+    await waitFor('two more ticks', () => ticks.length >= 3, 10_000);
+    // Read before the next tick (400 ms away) is sent; the loop's pruning is not counted.
+    const { transactions, statements } = counter;
+    await g.stop();
+    expect(errors).toEqual([]);
+    expect(ticks.slice(1, 3).map((t) => [t.held, t.error])).toEqual([
+      [5, null],
+      [5, null],
+    ]);
+    expect(transactions).toBe(2);
+    if (db.kind === 'postgres') expect(statements).toBe(2);
+  });
+
   if (db.shared) test('ten thousand namespaces: parameter-limit-safe batches inside one transaction', async () => {
     const counter = new TransactionCounter();
     const counted = db.track(await initDb(db.options({ logging: ['query'], logger: counter } as never)));

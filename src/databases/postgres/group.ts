@@ -6,6 +6,7 @@ import { compareNs, GroupElectInput, GroupElectOutcome, GroupNsOutcome, VacateRe
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
 import { NOTIFY_CHANNEL } from '../../election/store';
 import type { GroupParts, GroupStatements } from '../contract/group';
+import { postgresSession } from './connection';
 
 /**
  * The group tick on PostgreSQL: ONE statement (after one that creates the leader rows of
@@ -348,6 +349,10 @@ ON CONFLICT (ns) DO NOTHING`,
     // first, in the same transaction (see createRows).
     elect: async (input, known, _waitMs, retries) => {
       const fresh = input.namespaces.filter((ns) => !known.has(ns));
+      // The one-statement path needs what a DataSource's connections are (learnt once, by one
+      // statement of its own): learnt on this tick, which sends more than one statement anyway,
+      // so that no later tick sends two.
+      if (fresh.length > 0) await postgresSession.outsideIsReadCommitted(context);
       const outcome =
         fresh.length === 0
           ? await inOneStatement(dataSource, undefined, (m) => electPostgres(m, input), retries)
