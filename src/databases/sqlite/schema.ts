@@ -1,10 +1,13 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { execute } from '../../db/session';
-import { raw, sql, SqlFragment } from '../../db/sql';
+import { sql, SqlFragment } from '../../db/sql';
 import { installInOneTransaction } from '../../election/schema';
-import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, TableNames } from '../../election/tables';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, TableNames } from '../../election/tables';
 import type { SchemaParts } from '../contract/schema';
+
+/** A constraint or index name, quoted for this database. */
+const named = (name: string) => quotedName(name, '"');
 
 /** SQLite: the election schema (see `election/schema.ts` for the steps). */
 export const sqliteSchema: SchemaParts = {
@@ -12,10 +15,10 @@ export const sqliteSchema: SchemaParts = {
   tableStatements(names: TableNames): SqlFragment[] {
     const candidate = names.table(CANDIDATE_TABLE);
     const leader = names.table(LEADER_TABLE);
-    const candidatePk = raw(objectName('PK', names.tableName(CANDIDATE_TABLE)));
-    const leaderPk = raw(objectName('PK', names.tableName(LEADER_TABLE)));
-    const termCheck = raw(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
-    const index = raw(candidateIndexName(names));
+    const candidatePk = named(objectName('PK', names.tableName(CANDIDATE_TABLE)));
+    const leaderPk = named(objectName('PK', names.tableName(LEADER_TABLE)));
+    const termCheck = named(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
+    const index = named(candidateIndexName(names));
     return [
       sql`CREATE TABLE IF NOT EXISTS ${candidate} (
   ns varchar(255) NOT NULL,
@@ -44,8 +47,8 @@ export const sqliteSchema: SchemaParts = {
 
   historyStatements(names: TableNames): SqlFragment[] {
     const history = names.table(HISTORY_TABLE);
-    const historyPk = raw(objectName('PK', names.tableName(HISTORY_TABLE)));
-    const index = raw(historyIndexName(names));
+    const historyPk = named(objectName('PK', names.tableName(HISTORY_TABLE)));
+    const index = named(historyIndexName(names));
     return [
       sql`CREATE TABLE IF NOT EXISTS ${history} (
   ns varchar(255) NOT NULL,
