@@ -1,13 +1,17 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { execute } from '../../db/session';
-import { sql, SqlFragment } from '../../db/sql';
+import { raw, sql, SqlFragment } from '../../db/sql';
 import { installInOneTransaction } from '../../election/schema';
 import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, TableNames } from '../../election/tables';
 import type { SchemaParts } from '../contract/schema';
 
-/** A constraint or index name, quoted for this database. */
-const named = (name: string) => quotedName(name, '"');
+/**
+ * A constraint or index name: quoted when it is no bare identifier (a prefix like `my-app_`).
+ * SQLite keeps the DDL text as written, and earlier versions wrote these names bare: a bare name
+ * stays bare, so a database they created and a fresh one have the same schema text.
+ */
+const named = (name: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? raw(name) : quotedName(name, '"'));
 
 /** SQLite: the election schema (see `election/schema.ts` for the steps). */
 export const sqliteSchema: SchemaParts = {
