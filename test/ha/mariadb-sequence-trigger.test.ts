@@ -130,8 +130,11 @@ describe('MariaDB: an audit trigger on the leader table that takes a sequence va
   test('id by DEFAULT NEXTVAL(seq): the server bug (signal 11 in Item_func_nextval::val_int), if the server has it', async () => {
     const outcome = await run('default-nextval');
     report('audit trigger, id by DEFAULT NEXTVAL(seq)', outcome);
-    // (A server killed before its backtrace is written leaves none to check.)
-    if (outcome.crashed && outcome.crashReport!.some((line) => line.includes('_Z'))) expect(outcome.nextvalFrame).toBe(true);
-    else expect(outcome.failure).toBeUndefined();
+    if (!outcome.crashed) {
+      expect(outcome.failure).toBeUndefined();
+      return;
+    }
+    // The backtrace sometimes stops after the signal handler's own frame: then there is nothing to check.
+    if (outcome.crashReport!.some((line) => line.includes('_Z'))) expect(outcome.nextvalFrame).toBe(true);
   });
 });
