@@ -4,7 +4,7 @@ import type { DataSource, DataSourceOptions } from 'typeorm';
 import { dialectOfType } from '../databases/registry';
 import { allTargets, targetOfType } from '../databases/targets';
 import { initDb } from '../db/init-db';
-import { DEFAULT_DB_URL, optionsFromUrl, redactUrl } from '../db/url';
+import { DEFAULT_DB_URL, optionsFromUrl, redactIn, redactUrl } from '../db/url';
 import { CliError, oneLine } from './errors';
 import { initHint } from './hint';
 
@@ -27,7 +27,7 @@ export function cliOptions(url: string): DataSourceOptions {
   try {
     options = optionsFromUrl(url, '--url');
   } catch (error) {
-    throw new CliError(`bad database URL: ${oneLine(error)}`, { cause: error });
+    throw new CliError(`bad database URL: ${redactIn(oneLine(error), url)}`, { cause: error });
   }
   return targetOfType(options.type)?.withConnectTimeout(options, DEFAULT_CONNECT_TIMEOUT_MS) ?? options;
 }
@@ -80,7 +80,8 @@ export async function connect(url: string, { createTables, ...names }: ConnectOp
   try {
     return await initDb(options, { createTables });
   } catch (error) {
-    throw new CliError(`cannot connect to ${redact(url)}: ${oneLine(error)}`, { cause: error });
+    // A driver's message may repeat the URL or its password (pg: `Invalid URL`, with the input).
+    throw new CliError(`cannot connect to ${redact(url)}: ${redactIn(oneLine(error), url)}`, { cause: error });
   }
 }
 

@@ -43,6 +43,7 @@ export type { CallOptions, CandidateOptions, CandidateMetadata, JsonValue } from
 export {
   DEFAULT_NS,
   DEFAULT_EXPIRE_SECONDS,
+  MIN_EXPIRE_SECONDS,
   MAX_EXPIRE_SECONDS,
   MAX_NS_LENGTH,
   MAX_METADATA_BYTES,

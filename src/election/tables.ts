@@ -1,5 +1,6 @@
 import { createHash } from 'crypto';
 import type { DbContext } from '../db/context';
+import { raw, RawSql } from '../db/sql';
 
 /*
  * The names of the election's tables, indexes and step-2 columns: a leaf module (it imports no
@@ -29,6 +30,15 @@ export function objectName(kind: 'PK' | 'CHK' | 'IDX', table: string, suffix = '
   let head = `${kind}_${table}`;
   while (Buffer.byteLength(`${head}_${hash}`) > MAX_IDENTIFIER_LENGTH) head = head.slice(0, -1);
   return `${head}_${hash}`;
+}
+
+/**
+ * A constraint or index name as the DDL writes it: quoted with `quote` (a double quote on
+ * PostgreSQL and SQLite, a backtick on MySQL/MariaDB), which is doubled inside, so that a prefix
+ * such as `my-app_` (a hyphen) or one with a quote in it stays one identifier.
+ */
+export function quotedName(name: string, quote: '"' | '`'): RawSql {
+  return raw(`${quote}${name.split(quote).join(quote + quote)}${quote}`);
 }
 
 /** The names the DDL needs: the library's table names as this DataSource resolves them. */

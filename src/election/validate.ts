@@ -5,6 +5,13 @@ import type { Session } from '../db/session-type';
 export const DEFAULT_NS = 'default';
 /** Lease and candidate expiry, in seconds, unless set otherwise. */
 export const DEFAULT_EXPIRE_SECONDS = 60;
+/**
+ * The shortest accepted expiry: 0.1 s. A lease must outlive the statement that grants it (an
+ * elector's local deadline counts from when its elect was sent): at 1 ms every grant has expired
+ * by the time its answer arrives, and an elector's default tick (a third of the lease) spins.
+ * The smallest expiry the tests and docs use is 0.2 s.
+ */
+export const MIN_EXPIRE_SECONDS = 0.1;
 /** The longest accepted expiry: one year. */
 export const MAX_EXPIRE_SECONDS = 31_536_000;
 /** The longest accepted namespace, in characters (Unicode code points, as the databases count). */
@@ -42,10 +49,13 @@ export function checkNs(value: unknown, parameter = 'options.ns'): string {
   return value;
 }
 
-/** A finite number of seconds, > 0 and ≤ one year. */
+/** A finite number of seconds, ≥ {@link MIN_EXPIRE_SECONDS} and ≤ one year: the one rule of the service, the elector and the group. */
 export function checkExpireSeconds(value: unknown, parameter = 'expireSeconds'): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_EXPIRE_SECONDS) {
-    throw new ValidationError(parameter, `must be a finite number of seconds > 0 and <= ${MAX_EXPIRE_SECONDS} (got ${describe(value)})`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < MIN_EXPIRE_SECONDS || value > MAX_EXPIRE_SECONDS) {
+    throw new ValidationError(
+      parameter,
+      `must be a finite number of seconds >= ${MIN_EXPIRE_SECONDS} and <= ${MAX_EXPIRE_SECONDS} (got ${describe(value)}): a lease must outlive the statement that grants it`,
+    );
   }
   return value;
 }

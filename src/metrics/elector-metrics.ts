@@ -13,7 +13,11 @@ export interface ElectorMetrics {
    * being observed across `stop()` and a later `start()`: detach an elector you discard.
    */
   attach(elector: LeaderElector): () => void;
-  /** Stops observing `elector`: its gauges disappear (counters keep their totals). No-op if not attached. */
+  /**
+   * Stops observing `elector`: its gauges disappear (counters keep their totals). No-op if not
+   * attached. On OpenTelemetry, whose SDK keeps exporting a gauge series it has seen, a namespace
+   * left without an attached elector reads `is_leader` 0 (term and skew keep their last values).
+   */
   detach(elector: LeaderElector): void;
   /** The electors observed now. */
   readonly electors: readonly LeaderElector[];

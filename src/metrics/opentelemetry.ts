@@ -91,10 +91,21 @@ export function createOpenTelemetryMetrics(meter: OpenTelemetryMeter, options?: 
     tick: (ns, outcome, seconds) => electDuration.record(seconds, { ns, outcome }),
     electError: (ns) => electErrors.add(1, { ns }),
   });
+  /**
+   * Namespaces whose `is_leader` was observed. An SDK collecting with cumulative temporality (the
+   * default) keeps exporting a series' last value after the callback stops observing it, and
+   * OpenTelemetry cannot delete a series: a namespace whose electors were all detached would show
+   * its last leader forever. Such a namespace is observed as led by none (0) instead.
+   */
+  const observed = new Set<string>();
   // One callback for the four gauges: every elector's state is read once per collection.
   const observe = (result: OpenTelemetryBatchObservableResult) => {
-    for (const state of observer.collect()) {
+    const states = observer.collect();
+    const attached = new Set(states.map((state) => state.ns));
+    for (const ns of observed) if (!attached.has(ns)) result.observe(isLeader, 0, { ns });
+    for (const state of states) {
       const attributes = { ns: state.ns };
+      observed.add(state.ns);
       result.observe(isLeader, state.isLeader, attributes);
       if (state.term !== undefined) result.observe(term, state.term, attributes);
       if (state.clockSkew) {

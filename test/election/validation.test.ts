@@ -4,7 +4,7 @@
  */
 import type { DataSource } from 'typeorm';
 import * as gemstone from 'gemstone-utils';
-import { ElectionService, GemstoneError, NotInitializedError, ValidationError } from 'gemstone-utils';
+import { ElectionService, GemstoneError, MIN_EXPIRE_SECONDS, NotInitializedError, ValidationError } from 'gemstone-utils';
 import { describeEachDatabase, snapshot, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 
@@ -101,8 +101,9 @@ describeEachDatabase('input validation', (db) => {
     }
   });
 
-  test('expireSeconds: finite, > 0, <= 31,536,000 — in the constructor and setExpire', async () => {
-    const bad: unknown[] = [0, -1, NaN, Infinity, -Infinity, '60', null, 31_536_001, {}];
+  test('expireSeconds: finite, >= 0.1, <= 31,536,000 — in the constructor and setExpire', async () => {
+    // 0.001 and 0.099: leases that end before the statement granting them has answered.
+    const bad: unknown[] = [0, 0.001, 0.099, -1, NaN, Infinity, -Infinity, '60', null, 31_536_001, {}];
     for (const value of bad) {
       await expectRejected('options.expireSeconds', () => new ElectionService(ds, { expireSeconds: value as never }));
       const service = new ElectionService(ds, { expireSeconds: 30 });
@@ -112,6 +113,9 @@ describeEachDatabase('input validation', (db) => {
     }
     expect(new ElectionService(ds, { expireSeconds: 31_536_000 }).expireSeconds).toBe(31_536_000);
     expect(new ElectionService(ds, { expireSeconds: 0.25 }).expireSeconds).toBe(0.25);
+    expect(new ElectionService(ds, { expireSeconds: MIN_EXPIRE_SECONDS }).expireSeconds).toBe(0.1);
+    // The message names the bound and why.
+    expect(() => new ElectionService(ds, { expireSeconds: 0.001 })).toThrow(/>= 0\.1 .*\(got 0\.001\): a lease must outlive the statement that grants it/);
     await expectRejected('options.expire', () => new ElectionService(ds, { expire: 5 } as never));
     await expectRejected('dataSource', () => new ElectionService('postgres://x' as never));
   });

@@ -38,12 +38,15 @@ export function collect(watch: LeaderWatch | AsyncIterable<LeaderChange>): Colle
 
 /**
  * Checks the rules of a watch's output: states strictly ordered (term k's leader, then the
- * vacancy after it, then term k + 1), none twice.
+ * vacancy after it, then term k + 1), none twice; another leader under the same term (a term
+ * granted twice) follows the one before it.
  */
 export function expectWellOrdered(changes: readonly LeaderChange[]): void {
   const rank = (c: LeaderChange) => (c.term === null ? 0 : c.term * 2 + (c.leaderId === null ? 1 : 0));
+  const after = (c: LeaderChange, before: LeaderChange) =>
+    rank(c) > rank(before) || (rank(c) === rank(before) && c.leaderId !== null && c.leaderId !== before.leaderId);
   for (let i = 1; i < changes.length; i++) {
-    if (rank(changes[i]!) <= rank(changes[i - 1]!)) {
+    if (!after(changes[i]!, changes[i - 1]!)) {
       throw new Error(`change ${i} is not after change ${i - 1}: ${JSON.stringify(changes.map((c) => [c.leaderId, c.term]))}`);
     }
   }

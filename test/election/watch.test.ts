@@ -126,6 +126,67 @@ describeEachDatabase('watch', (db) => {
     expect(watched.changes.map((c) => c.metadata)).toEqual([alpha, null, null, null, alpha]);
   });
 
+  /**
+   * What a failover that lost term 1's grant to its first holder and granted term 1 to `to` leaves
+   * behind: the leader row and term 1's history row name `to` (the library's second grant
+   * overwrites the history row of the term).
+   */
+  const regrant = async (ns: string, to: string) => {
+    await query(ds, 'UPDATE gemstone_election_leader SET leader_id = ? WHERE ns = ?', [to, ns]);
+    await query(ds, 'UPDATE gemstone_election_history SET leader_id = ? WHERE ns = ? AND term = 1', [to, ns]);
+  };
+
+  test('a term granted twice: the second holder is a change, yielded after the first; its renewals yield nothing', async () => {
+    const ns = freshNs();
+    const [a, b] = [uuid(), uuid()];
+    await svc.elect(a, { ns });
+    expect(await svc.elect(b, { ns })).toBe(a); // b registered, following
+    const controller = new AbortController();
+    const watched = collect(svc.watch({ ns, pollMs: POLL_MS, signal: controller.signal }));
+    await watched.waitForState(a, 1);
+    await regrant(ns, b);
+    expect((await svc.getLeader({ ns }))?.leaderId).toBe(b);
+    await watched.waitForState(b, 1);
+    for (let i = 0; i < 3; i++) {
+      await sleep(2 * POLL_MS);
+      expect(await svc.elect(b, { ns })).toBe(b); // renewal: same state
+    }
+    expect(await svc.resign(b, { ns })).toBe(true);
+    await watched.waitForState(null, 1);
+    controller.abort();
+    expect(await watched.ended).toEqual({});
+    expect(watched.states()).toEqual([
+      [a, 1],
+      [b, 1],
+      [null, 1],
+    ]);
+    expectWellOrdered(watched.changes);
+  });
+
+  if (db.kind === 'postgres') {
+    test('PostgreSQL: a term granted twice arrives by NOTIFY, long before the next poll', async () => {
+      const ns = freshNs();
+      const [a, b] = [uuid(), uuid()];
+      // Neither the poll nor the lease's end (a reread) comes within the wait below: only the NOTIFY can.
+      const long = new ElectionService(ds, { expireSeconds: 120 });
+      await long.elect(a, { ns });
+      const controller = new AbortController();
+      const watched = collect(long.watch({ ns, pollMs: 60_000, signal: controller.signal }));
+      await watched.waitForState(a, 1);
+      await regrant(ns, b);
+      const [{ schema }] = await query<{ schema: string }>(ds, 'SELECT current_schema() AS schema');
+      const payload = JSON.stringify({ schema, table: 'gemstone_election_leader', ns, leaderId: b, term: 1 });
+      await query(ds, 'SELECT pg_notify(?, ?)', ['gemstone_election', payload]);
+      await watched.waitForState(b, 1, 10_000);
+      controller.abort();
+      expect(await watched.ended).toEqual({});
+      expect(watched.states()).toEqual([
+        [a, 1],
+        [b, 1],
+      ]);
+    });
+  }
+
   test('an expiry is reported at the lease end although the poll is a minute away', async () => {
     const ns = freshNs();
     const a = uuid();

@@ -2,7 +2,7 @@
  * The constructor validates its options (ValidationError naming the option) and
  * touches no database.
  */
-import { DEFAULT_EXPIRE_SECONDS, DEFAULT_STOP_TIMEOUT_MS, LeaderElector, MAX_INTERVAL_MS, ValidationError } from 'gemstone-utils';
+import { DEFAULT_EXPIRE_SECONDS, DEFAULT_STOP_TIMEOUT_MS, LeaderElector, LeaderElectorGroup, MAX_INTERVAL_MS, MIN_EXPIRE_SECONDS, ValidationError } from 'gemstone-utils';
 
 function rejection(options: unknown): ValidationError {
   try {
@@ -75,7 +75,7 @@ describe('LeaderElector construction', () => {
   });
 
   test('expireSeconds, ns, callbacks, clock, logger, handleSignals, dataSource and unknown keys are checked', () => {
-    for (const bad of [0, -1, Number.NaN, 31_536_001, '60']) expect(rejection({ expireSeconds: bad }).parameter).toBe('options.expireSeconds');
+    for (const bad of [0, 0.001, 0.099, -1, Number.NaN, 31_536_001, '60']) expect(rejection({ expireSeconds: bad }).parameter).toBe('options.expireSeconds');
     for (const bad of ['', 'x'.repeat(256), 7, '\u0000']) expect(rejection({ ns: bad }).parameter).toBe('options.ns');
     for (const name of ['onStartedLeading', 'onStoppedLeading', 'onNewLeader', 'clock']) {
       expect(rejection({ [name]: 'not a function' }).parameter).toBe(`options.${name}`);
@@ -85,6 +85,16 @@ describe('LeaderElector construction', () => {
     expect(rejection({ dataSource: { url: 'postgres://x' } }).parameter).toBe('options.dataSource');
     expect(rejection({ namespace: 'typo' }).parameter).toBe('options.namespace');
     expect(rejection('options').parameter).toBe('options');
+  });
+
+  test('expireSeconds below MIN_EXPIRE_SECONDS (0.1) is refused by the elector and the group alike, naming the option', () => {
+    // 1 ms: an elector ticking every third of a millisecond, whose every grant has expired by the time it answers.
+    expect(rejection({ expireSeconds: 0.001 }).message).toMatch(/>= 0\.1 .*\(got 0\.001\)/);
+    expect(() => new LeaderElectorGroup({ namespaces: ['a'], expireSeconds: 0.001 })).toThrow(
+      expect.objectContaining({ name: 'ValidationError', parameter: 'options.expireSeconds' }),
+    );
+    expect(new LeaderElector({ expireSeconds: MIN_EXPIRE_SECONDS }).intervalMs).toBeCloseTo(100 / 3);
+    expect(new LeaderElectorGroup({ namespaces: ['a'], expireSeconds: MIN_EXPIRE_SECONDS }).expireSeconds).toBe(0.1);
   });
 
   test('start() without a DataSource and before initDb rejects with NotInitializedError and leaves nothing running', async () => {

@@ -145,11 +145,25 @@ describeEachDatabase('election metrics (prom-client and OpenTelemetry)', (db) =>
     const ns = freshNs();
     const e = elector(ns);
     await e.start();
+    // start() resolved after its first tick, which measured the skew: every gauge has an `ns` series.
+    for (const { library, samples } of await scrape()) {
+      for (const gauge of [N.isLeader, N.term, N.clockSkew, N.clockSkewError]) expect([library, gauge, valueOf(samples, gauge, { ns })]).not.toContain(undefined);
+    }
     for (const m of metrics) expect(m.electors).toEqual([e]);
     for (const m of metrics) m.detach(e);
     for (const { library, samples } of await scrape()) {
-      expect([library, valueOf(samples, N.isLeader, { ns })]).toEqual([library, undefined]);
+      // Issue 30's suspicion. prom-client: the gauges of the detached elector's ns are gone.
+      // OpenTelemetry cannot delete a series, and its SDK (cumulative) exports a gauge's last value
+      // after the callback stops observing it: is_leader says 0 there, not the detached leader's 1;
+      // term and skew keep their last values. Counters and the histogram keep their totals on both
+      // (a series that vanished would read as a counter reset).
+      if (library === 'prom-client') {
+        for (const gauge of [N.isLeader, N.term, N.clockSkew, N.clockSkewError]) expect([gauge, valueOf(samples, gauge, { ns })]).toEqual([gauge, undefined]);
+      } else {
+        expect(valueOf(samples, N.isLeader, { ns })).toBe(0);
+      }
       expect([library, valueOf(samples, N.transitions, { ns, reason: 'elected' })]).toEqual([library, 1]);
+      expect([library, valueOf(samples, `${N.electDuration}_count`, { ns, outcome: 'acquired' })]).toEqual([library, 1]);
     }
     await e.stop();
     for (const { library, samples } of await scrape()) {

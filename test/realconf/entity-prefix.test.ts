@@ -4,7 +4,17 @@
  * constraint and index names do not collide.
  */
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { ElectionService, GemstoneDB, LeaderElector, NotLeaderError, UnsupportedConfigurationError, withTransaction } from 'gemstone-utils';
+import {
+  ElectionService,
+  GemstoneDB,
+  LeaderElector,
+  LeaderElectorGroup,
+  NotLeaderError,
+  pruneExpiredCandidates,
+  pruneHistory,
+  UnsupportedConfigurationError,
+  withTransaction,
+} from 'gemstone-utils';
 import { describeEachDatabase, query, TestDatabase, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 import { runCli } from '../cli/cli';
@@ -76,6 +86,74 @@ describeEachDatabase('entityPrefix', (db) => {
     for (const [i, svc] of services.entries()) expect(await svc.elect(ids[i]!, { ns })).toBe(ids[i]);
     for (const [i, svc] of services.entries()) expect(await svc.getLeader({ ns })).toMatchObject({ leaderId: ids[i], term: 1 });
     await exercise(long);
+  });
+
+  /** A table name as SQL: quoted, since a prefix like `my-app_` is no bare identifier. */
+  const quoted = (name: string) => (db.kind === 'mariadb' ? `\`${name}\`` : `"${name}"`);
+
+  /** A group, history and both prunes on `ds`, whose tables carry `prefix`. */
+  async function exerciseMore(ds: DataSource, prefix: string): Promise<void> {
+    const namespaces = [freshNs(), freshNs()];
+    const group = new LeaderElectorGroup({ dataSource: ds, namespaces, expireSeconds: 2, intervalMs: 200 });
+    group.on('error', () => undefined);
+    try {
+      await group.start();
+      await waitFor('the group to lead both namespaces', () => namespaces.every((ns) => group.isLeader(ns)), 10_000);
+    } finally {
+      await group.stop();
+    }
+    const svc = new ElectionService(ds);
+    for (const ns of namespaces) expect((await svc.getHistory({ ns })).map((entry) => entry.term)).toEqual([1]);
+    expect(await pruneHistory(ds, { retentionSeconds: 0 })).toBeGreaterThanOrEqual(namespaces.length);
+    await pruneExpiredCandidates(ds, { retentionSeconds: 0 });
+    const rows = await query(ds, `SELECT COUNT(*) AS n FROM ${quoted(`${prefix}gemstone_election_history`)} WHERE ns IN (?, ?)`, namespaces);
+    expect(Number(rows[0]!.n)).toBe(0);
+  }
+
+  describe("a prefix that is no bare identifier ('my-app_')", () => {
+    const prefix = 'my-app_';
+
+    test('initDb, every call, an elector, a group, history and both prunes', async () => {
+      const other = await db.sibling();
+      const ds = await other.connect({ entityPrefix: prefix } as Partial<DataSourceOptions>);
+      expect(await tables(ds, db.kind)).toEqual(
+        expect.arrayContaining([`${prefix}gemstone_election_candidate`, `${prefix}gemstone_election_leader`, `${prefix}gemstone_election_history`]),
+      );
+      await exercise(ds);
+      await exerciseMore(ds, prefix);
+    });
+
+    test('the migrations, up and down', async () => {
+      const other = await db.sibling();
+      const ds = other.track(
+        new DataSource({
+          ...other.options({ entityPrefix: prefix } as Partial<DataSourceOptions>),
+          entities: [...GemstoneDB.entities],
+          migrations: [...GemstoneDB.migrations],
+        } as DataSourceOptions),
+      );
+      await ds.initialize();
+      await ds.runMigrations();
+      expect(await tables(ds, db.kind)).toEqual(expect.arrayContaining([`${prefix}gemstone_election_leader`, `${prefix}gemstone_election_history`]));
+      await exercise(ds);
+      await ds.undoLastMigration();
+      await ds.undoLastMigration();
+      expect(await tables(ds, db.kind)).not.toContain(`${prefix}gemstone_election_leader`);
+    });
+
+    (db.shared ? test : test.skip)(`CLI init and status${unshared}`, async () => {
+      const other = await db.sibling();
+      const init = await runCli(['init', '--url', other.url(), '--entity-prefix', prefix]);
+      expect(init.stderr).toBe('');
+      expect(init.code).toBe(0);
+      const ds = await other.connect({ entityPrefix: prefix } as Partial<DataSourceOptions>);
+      const ns = freshNs();
+      const id = uuid();
+      await new ElectionService(ds).elect(id, { ns });
+      const status = await runCli(['status', '--url', other.url(), '--entity-prefix', prefix, '--json', '--ns', ns]);
+      expect(status.stderr).toBe('');
+      expect(JSON.parse(status.stdout)).toEqual([expect.objectContaining({ ns, leaderId: id, term: 1 })]);
+    });
   });
 
   test('a prefix that makes a table name too long is refused by initDb, naming the option', async () => {

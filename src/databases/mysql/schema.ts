@@ -4,11 +4,14 @@ import { execute } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { DDL_LOCK_TIMEOUT_MS, withDdlLockRetries } from '../../election/ddl-lock';
 import { identityColumnsMissing, identityStatementsOf, mysqlFlavor } from '../../election/schema';
-import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, TableNames } from '../../election/tables';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, TableNames } from '../../election/tables';
 import { driverError } from '../dialect';
 import type { MysqlFlavor, SchemaParts } from '../contract/schema';
 import { mysqlDdl } from './ddl';
 import { endImplicitTransaction } from './session';
+
+/** A constraint or index name, quoted for this database. */
+const named = (name: string) => quotedName(name, '`');
 
 /** The binary no-pad collation of the namespace column on each server (see {@link MysqlFlavor}). */
 const NS_COLLATION: Record<MysqlFlavor, string> = { mariadb: 'utf8mb4_nopad_bin', mysql: 'utf8mb4_0900_bin' };
@@ -33,8 +36,8 @@ export const mysqlSchema: SchemaParts = {
   tableStatements(names: TableNames, flavor: MysqlFlavor = 'mariadb'): SqlFragment[] {
     const candidate = names.table(CANDIDATE_TABLE);
     const leader = names.table(LEADER_TABLE);
-    const termCheck = raw(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
-    const index = raw(candidateIndexName(names));
+    const termCheck = named(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
+    const index = named(candidateIndexName(names));
     const ns = raw(`varchar(255) CHARACTER SET utf8mb4 COLLATE ${NS_COLLATION[flavor]} NOT NULL`);
     const uuid = raw('varchar(36) CHARACTER SET ascii COLLATE ascii_bin');
     return [
@@ -69,7 +72,7 @@ export const mysqlSchema: SchemaParts = {
 
   historyStatements(names: TableNames, flavor: MysqlFlavor = 'mariadb'): SqlFragment[] {
     const history = names.table(HISTORY_TABLE);
-    const index = raw(historyIndexName(names));
+    const index = named(historyIndexName(names));
     const ns = raw(`varchar(255) CHARACTER SET utf8mb4 COLLATE ${NS_COLLATION[flavor]} NOT NULL`);
     const ascii = raw('CHARACTER SET ascii COLLATE ascii_bin');
     return [
@@ -118,7 +121,7 @@ async function installMysql(dataSource: DataSource, context: DbContext): Promise
     for (const statement of mysqlSchema.tableStatements(context, flavor)) await execute(context, m, statement);
     // The index is part of CREATE TABLE, which skips a table that exists without it.
     if (!(await mysqlIndexPresent(context, m))) {
-      const index = sql`CREATE INDEX ${raw(candidateIndexName(context))} ON ${context.table(CANDIDATE_TABLE)} (ns, expires_at)`;
+      const index = sql`CREATE INDEX ${named(candidateIndexName(context))} ON ${context.table(CANDIDATE_TABLE)} (ns, expires_at)`;
       await execute(context, m, index).catch((error: unknown) => {
         if (Number(driverError(error).errno) !== MYSQL_DUPLICATE_KEY_NAME) throw error;
       });

@@ -1,11 +1,14 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { execute } from '../../db/session';
-import { raw, sql, SqlFragment } from '../../db/sql';
+import { sql, SqlFragment } from '../../db/sql';
 import { DDL_LOCK_TIMEOUT_MS } from '../../election/ddl-lock';
 import { installInOneTransaction } from '../../election/schema';
-import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, TableNames } from '../../election/tables';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, TableNames } from '../../election/tables';
 import type { SchemaParts } from '../contract/schema';
+
+/** A constraint or index name, quoted for this database. */
+const named = (name: string) => quotedName(name, '"');
 
 /** Serializes concurrent installs on PostgreSQL, where two racing CREATE TABLE IF NOT EXISTS can fail. */
 const PG_INSTALL_LOCK_KEY = 7_455_301_121;
@@ -15,27 +18,27 @@ export const postgresSchema: SchemaParts = {
   tableStatements(names: TableNames): SqlFragment[] {
     const candidate = names.table(CANDIDATE_TABLE);
     const leader = names.table(LEADER_TABLE);
-    const candidatePk = raw(objectName('PK', names.tableName(CANDIDATE_TABLE)));
-    const leaderPk = raw(objectName('PK', names.tableName(LEADER_TABLE)));
-    const termCheck = raw(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
-    const index = raw(candidateIndexName(names));
+    const candidatePk = named(objectName('PK', names.tableName(CANDIDATE_TABLE)));
+    const leaderPk = named(objectName('PK', names.tableName(LEADER_TABLE)));
+    const termCheck = named(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
+    const index = named(candidateIndexName(names));
     return [
       sql`CREATE TABLE IF NOT EXISTS ${candidate} (
   ns varchar(255) NOT NULL,
   candidate_id varchar(36) NOT NULL,
   last_heartbeat_at timestamptz NOT NULL,
   expires_at timestamptz NOT NULL,
-  CONSTRAINT "${candidatePk}" PRIMARY KEY (ns, candidate_id)
+  CONSTRAINT ${candidatePk} PRIMARY KEY (ns, candidate_id)
 )`,
-      sql`CREATE INDEX IF NOT EXISTS "${index}" ON ${candidate} (ns, expires_at)`,
+      sql`CREATE INDEX IF NOT EXISTS ${index} ON ${candidate} (ns, expires_at)`,
       sql`CREATE TABLE IF NOT EXISTS ${leader} (
   ns varchar(255) NOT NULL,
   leader_id varchar(36) NULL,
   lease_expires_at timestamptz NULL,
   updated_at timestamptz NOT NULL,
   term bigint NOT NULL DEFAULT 0,
-  CONSTRAINT "${leaderPk}" PRIMARY KEY (ns),
-  CONSTRAINT "${termCheck}" CHECK (term >= 0)
+  CONSTRAINT ${leaderPk} PRIMARY KEY (ns),
+  CONSTRAINT ${termCheck} CHECK (term >= 0)
 )`,
     ];
   },
@@ -47,8 +50,8 @@ export const postgresSchema: SchemaParts = {
 
   historyStatements(names: TableNames): SqlFragment[] {
     const history = names.table(HISTORY_TABLE);
-    const historyPk = raw(objectName('PK', names.tableName(HISTORY_TABLE)));
-    const index = raw(historyIndexName(names));
+    const historyPk = named(objectName('PK', names.tableName(HISTORY_TABLE)));
+    const index = named(historyIndexName(names));
     return [
       sql`CREATE TABLE IF NOT EXISTS ${history} (
   ns varchar(255) NOT NULL,
@@ -57,9 +60,9 @@ export const postgresSchema: SchemaParts = {
   acquired_at timestamptz NOT NULL,
   ended_at timestamptz NULL,
   end_reason varchar(16) NULL,
-  CONSTRAINT "${historyPk}" PRIMARY KEY (ns, term)
+  CONSTRAINT ${historyPk} PRIMARY KEY (ns, term)
 )`,
-      sql`CREATE INDEX IF NOT EXISTS "${index}" ON ${history} (ended_at)`,
+      sql`CREATE INDEX IF NOT EXISTS ${index} ON ${history} (ended_at)`,
     ];
   },
 

@@ -3,8 +3,15 @@ import type { DbContext } from '../../db/context';
 import { execute } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { installInOneTransaction } from '../../election/schema';
-import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, TableNames } from '../../election/tables';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, TableNames } from '../../election/tables';
 import type { SchemaParts } from '../contract/schema';
+
+/**
+ * A constraint or index name: quoted when it is no bare identifier (a prefix like `my-app_`).
+ * SQLite keeps the DDL text as written, and earlier versions wrote these names bare: a bare name
+ * stays bare, so a database they created and a fresh one have the same schema text.
+ */
+const named = (name: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? raw(name) : quotedName(name, '"'));
 
 /** SQLite: the election schema (see `election/schema.ts` for the steps). */
 export const sqliteSchema: SchemaParts = {
@@ -12,10 +19,10 @@ export const sqliteSchema: SchemaParts = {
   tableStatements(names: TableNames): SqlFragment[] {
     const candidate = names.table(CANDIDATE_TABLE);
     const leader = names.table(LEADER_TABLE);
-    const candidatePk = raw(objectName('PK', names.tableName(CANDIDATE_TABLE)));
-    const leaderPk = raw(objectName('PK', names.tableName(LEADER_TABLE)));
-    const termCheck = raw(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
-    const index = raw(candidateIndexName(names));
+    const candidatePk = named(objectName('PK', names.tableName(CANDIDATE_TABLE)));
+    const leaderPk = named(objectName('PK', names.tableName(LEADER_TABLE)));
+    const termCheck = named(objectName('CHK', names.tableName(LEADER_TABLE), '_term'));
+    const index = named(candidateIndexName(names));
     return [
       sql`CREATE TABLE IF NOT EXISTS ${candidate} (
   ns varchar(255) NOT NULL,
@@ -44,8 +51,8 @@ export const sqliteSchema: SchemaParts = {
 
   historyStatements(names: TableNames): SqlFragment[] {
     const history = names.table(HISTORY_TABLE);
-    const historyPk = raw(objectName('PK', names.tableName(HISTORY_TABLE)));
-    const index = raw(historyIndexName(names));
+    const historyPk = named(objectName('PK', names.tableName(HISTORY_TABLE)));
+    const index = named(historyIndexName(names));
     return [
       sql`CREATE TABLE IF NOT EXISTS ${history} (
   ns varchar(255) NOT NULL,

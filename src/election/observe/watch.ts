@@ -133,6 +133,11 @@ function rankOf(change: LeaderChange): number {
   return change.term * 2 + (change.leaderId === null ? 1 : 0);
 }
 
+/** Whether `change` names a leader other than `holder`, the leader of the state yielded last (same rank). */
+function isOtherHolder(change: LeaderChange, holder: string | null): boolean {
+  return change.leaderId !== null && change.leaderId !== holder;
+}
+
 /** The state an observation shows. */
 function toChange(ns: string, seen: ObservedLeader): LeaderChange {
   const { row, now, metadata, acquiredAt, endedAt } = seen;
@@ -182,6 +187,8 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
   #closed = false;
   #closing: Promise<void> | undefined;
   #rank = -1;
+  /** The leader of the state last yielded (null for a vacancy or before the first). */
+  #holder: string | null = null;
   /** A read was asked for while one ran (a notification): read again at once. */
   #dirty = false;
   #timer: NodeJS.Timeout | undefined;
@@ -344,9 +351,12 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
 
   #offer(change: LeaderChange): void {
     const rank = rankOf(change);
-    // Older or the same state (a late notification, an unchanged row): nothing new.
-    if (rank <= this.#rank) return;
+    // Older or the same state (a late notification, an unchanged row): nothing new. Another holder
+    // under the term last yielded is new: a term granted twice (a failover that lost the first
+    // grant) has a second leader, and the database now names it.
+    if (rank < this.#rank || (rank === this.#rank && !isOtherHolder(change, this.#holder))) return;
     this.#rank = rank;
+    this.#holder = change.leaderId;
     const waiter = this.#waiters.shift();
     if (waiter) waiter.resolve({ value: change, done: false });
     else this.#queue.push(change);
