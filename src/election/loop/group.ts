@@ -444,10 +444,10 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     for (const [ns, reason] of release) {
       // Vacated, or no longer held; one still held but locked by another transaction is retried.
       if (this.#giving.get(ns) === reason && !skipped.has(ns)) this.#giving.delete(ns);
-      const term = vacated.get(ns);
-      if (term !== undefined) this.#observe(ns, null, term);
     }
     this.#apply(run, result, deadline, counts);
+    // After #apply, which arms this tick's deadlines before any listener runs.
+    for (const [ns, term] of vacated) if (release.has(ns)) this.#observe(ns, null, term);
     if (!store.foldsVacates) void this.#flushVacates(run);
     this.#maybePrune(run);
     // The round trip of the attempt that answered, ended when the answer came: not after it was
