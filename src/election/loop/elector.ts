@@ -6,7 +6,7 @@ import type { DataSource } from 'typeorm';
 import { getDataSource } from '../../db/default-data-source';
 import { outsideRuns } from '../../db/run-guard';
 import { EntitiesNotRegisteredError, ValidationError } from '../../errors';
-import { checkElectorOptions, CheckedElectorOptions, Lease, LeaderElectorOptions, MAX_TIMER_MS, PRUNE_INTERVAL_MS, TICK_JITTER } from './elector-options';
+import { checkElectorOptions, CheckedElectorOptions, Lease, LeaderElectorOptions, PRUNE_INTERVAL_MS, TICK_JITTER } from './elector-options';
 import { assertEntitiesRegistered } from '../entities-check';
 import { ElectorHealth, ElectorRole, TickHealth } from './health';
 import { LocalDeadline } from './monotonic';
@@ -17,7 +17,8 @@ import { ElectionService, ElectOutcome } from '../service';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from '../store';
 import { ClockSkewAlarm, ElectorTick, measureClockSkew } from './tick';
-import { DemotionReason, LeaderElectorError, LeadershipEndedError } from './errors';
+import { DemotionReason, LeaderElectorError } from './errors';
+import { Leadership, LeadershipHooks, StoppedCallbacks } from './leadership';
 export { LeaderElectorError, LeadershipEndedError } from './errors';
 export type { DemotionReason, ElectorErrorPhase } from './errors';
 
@@ -39,15 +40,6 @@ export interface LeaderElectorEvents {
    * observers such as `gemstone-utils/metrics`; emitted after the tick's other events.
    */
   tick: [tick: ElectorTick];
-}
-
-interface Leadership {
-  readonly lease: Lease;
-  readonly controller: AbortController;
-  deadline: LocalDeadline;
-  timer: NodeJS.Timeout | undefined;
-  /** The leadership reached `onStartedLeading`: only then may `onStoppedLeading` fire. */
-  started: boolean;
 }
 
 type State = 'idle' | 'starting' | 'running' | 'stopping';
@@ -109,7 +101,9 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   #observedTerm: number | null = null;
   /** Orders observations: term * 2, + 1 once that term's lease is known vacated. */
   #observedRank = -1;
-  #stoppedCallbacks = new Set<Promise<void>>();
+  readonly #stoppedCallbacks = new StoppedCallbacks();
+  /** The callbacks and events of a leadership (see `leadership.ts` for their order). */
+  readonly #hooks: LeadershipHooks;
   /** performance.now() by which the current stop must have resolved. */
   #stopBy: number | undefined;
   /**
@@ -131,6 +125,16 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     this.#o = checkElectorOptions(options);
     this.#health = new TickHealth(this.#o.clock, this.#o.expireSeconds * 1000);
     this.#skewAlarm = new ClockSkewAlarm(this.#o.clockSkewWarningSeconds);
+    this.#hooks = {
+      onStartedLeading: this.#o.onStartedLeading,
+      onStoppedLeading: this.#o.onStoppedLeading,
+      call: (_ns, name, fn) => this.#callback(name, fn),
+      elected: (lease) => this.#emitSafely('elected', lease),
+      demoted: (lease, reason) => this.#emitSafely('demoted', lease, reason),
+      expired: (leadership) => {
+        if (this.#leadership === leadership) this.#demote('lease-expired-locally');
+      },
+    };
   }
 
   get ns(): string {
@@ -195,7 +199,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     let role: ElectorRole = 'stopped';
     let leaderOverdue = false;
     if (this.#active) {
-      leaderOverdue = this.#leadership !== undefined && this.#leadership.deadline.passed;
+      leaderOverdue = this.#leadership !== undefined && this.#leadership.passed;
       role = this.#currentLeadership() ? 'leader' : 'follower';
     }
     return this.#health.report(role, leaderOverdue);
@@ -407,7 +411,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     const held = this.#heldAtStop ?? this.#leadership?.lease;
     this.#heldAtStop = undefined;
     this.#demote('stopped');
-    const finished = await settlesWithin(Promise.all([...this.#stoppedCallbacks]), left());
+    const finished = await settlesWithin(this.#stoppedCallbacks.settled(), left());
     if (!finished) pending.push('onStoppedLeading settling (the lease is left to run out, not vacated)');
     // Vacating while leader work still runs would let the next leader start beside it. After an
     // abandoned elect it is still sent: it is never worse than leaving the lease to run out.
@@ -443,7 +447,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     if (run && !(await run.loop.settled(left()))) pending.push('a prune in flight answering');
     if (pending.length > 0) {
       // Whatever is still in flight belongs to this run: its late outcome starts nothing.
-      this.#stoppedCallbacks = new Set();
+      this.#stoppedCallbacks.abandon();
       report(this.#stopTimedOut(pending, vacated));
     }
     stopWork.end();
@@ -642,20 +646,22 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
       this.#observe(outcome.leaderId, outcome.term);
       return;
     }
-    const current = this.#currentLeadership();
+    const held = this.#leadership;
     if (outcome.isLeader && !deadline.passed) {
       // A renewal keeps the lease. An acquisition that hands out the term we believe we hold is
       // another grant of that number (ours was lost, e.g. with an unreplicated commit): a new
-      // leadership, so that work fenced by the old lease stops.
-      if (current && current.lease.term === outcome.term && !outcome.acquired) {
-        current.deadline = deadline;
-        this.#armDeadline(current);
+      // leadership, so that work fenced by the old lease stops. Either way the deadline is armed
+      // before any user code runs (the old leadership's callbacks included).
+      if (held && held.lease.term === outcome.term && !outcome.acquired && !held.passed) {
+        held.renew(deadline);
       } else {
-        if (current) this.#demote('lost');
-        this.#lead(outcome.term, deadline);
+        const granted = new Leadership(this.#hooks, this.ns, this.candidateId, outcome.term, deadline);
+        if (held) this.#demote(held.passed ? 'lease-expired-locally' : 'lost');
+        this.#begin(granted);
       }
-    } else if (current && !(outcome.isLeader && outcome.term === current.lease.term)) {
-      this.#demote('lost');
+    } else {
+      const current = this.#currentLeadership();
+      if (current && !(outcome.isLeader && outcome.term === current.lease.term)) this.#demote('lost');
     }
     // An answer that arrived after its own deadline grants nothing: the next tick renews.
     this.#observe(outcome.leaderId, outcome.term);
@@ -675,7 +681,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     const service = this.#service;
     const handing = run.loop.start(async () => {
       try {
-        await Promise.all([...this.#stoppedCallbacks]);
+        await this.#stoppedCallbacks.settled();
         // stop() vacates the lease itself.
         if (run.loop.ended || !service) return;
         await service.handOver(this.candidateId, { ns: this.ns });
@@ -696,58 +702,33 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   /** The leadership if its local deadline has not passed; ends it on the spot if it has. */
   #currentLeadership(): Leadership | undefined {
     const leadership = this.#leadership;
-    if (leadership && leadership.deadline.passed) {
+    if (leadership && leadership.passed) {
       this.#demote('lease-expired-locally');
       return undefined;
     }
     return leadership;
   }
 
-  #lead(term: number, deadline: LocalDeadline): void {
-    const controller = new AbortController();
-    const lease: Lease = Object.freeze({ ns: this.ns, candidateId: this.candidateId, term, signal: controller.signal });
-    const leadership: Leadership = { lease, controller, deadline, timer: undefined, started: false };
-    this.#leadership = leadership;
-    this.#armDeadline(leadership);
-    leadership.started = true;
-    const onStartedLeading = this.#o.onStartedLeading;
-    if (onStartedLeading) void this.#callback('onStartedLeading', () => onStartedLeading(lease));
-    if (this.#leadership === leadership) this.#emitSafely('elected', lease);
-  }
-
-  #armDeadline(leadership: Leadership): void {
-    clearTimeout(leadership.timer);
-    const remaining = leadership.deadline.remainingMs();
-    if (remaining <= 0) {
-      if (this.#leadership === leadership) this.#demote('lease-expired-locally');
+  /**
+   * Starts `granted` unless something ended the loop or began another leadership while the
+   * previous one's callbacks ran (a stop() inside onStoppedLeading): then it ends unstarted.
+   */
+  #begin(granted: Leadership): void {
+    if (!this.#active || this.#leadership) {
+      void granted.end('stopped');
       return;
     }
-    // +1: timers may fire a fraction of a millisecond before the clock reaches the deadline.
-    leadership.timer = setTimeout(() => {
-      if (this.#leadership !== leadership) return;
-      if (leadership.deadline.passed) this.#demote('lease-expired-locally');
-      else this.#armDeadline(leadership);
-    }, Math.min(remaining + 1, MAX_TIMER_MS));
-    // The tick timer keeps a running elector's process alive; this one alone need not.
-    leadership.timer.unref();
+    this.#leadership = granted;
+    granted.start();
   }
 
-  /** Ends the current leadership: isLeader false, signal aborted, onStoppedLeading, 'demoted' — in that order. */
+  /** Ends the current leadership: isLeader false, then (see `leadership.ts`) signal aborted, onStoppedLeading, 'demoted'. */
   #demote(reason: DemotionReason): void {
     const leadership = this.#leadership;
     if (!leadership) return;
     this.#leadership = undefined;
-    clearTimeout(leadership.timer);
-    const { lease } = leadership;
-    // The signal's listeners are user code: outside the loop's run (see `db/run-guard.ts`).
-    outsideRuns(() => leadership.controller.abort(new LeadershipEndedError(lease, reason)));
-    const onStoppedLeading = this.#o.onStoppedLeading;
-    if (leadership.started && onStoppedLeading) {
-      const settled = this.#callback('onStoppedLeading', () => onStoppedLeading(lease));
-      this.#stoppedCallbacks.add(settled);
-      void settled.then(() => this.#stoppedCallbacks.delete(settled));
-    }
-    this.#emitSafely('demoted', lease, reason);
+    void leadership.end(reason);
+    this.#stoppedCallbacks.track(leadership);
   }
 
   /**

@@ -6,8 +6,9 @@ import type { DataSource } from 'typeorm';
 import { getDataSource } from '../../db/default-data-source';
 import { outsideRuns } from '../../db/run-guard';
 import { ValidationError } from '../../errors';
-import { DemotionReason, ElectorErrorPhase, LeaderElectorError, LeadershipEndedError } from './errors';
-import { Lease, MAX_TIMER_MS, TICK_JITTER } from './elector-options';
+import { DemotionReason, ElectorErrorPhase, LeaderElectorError } from './errors';
+import { Lease, TICK_JITTER } from './elector-options';
+import { Leadership, LeadershipHooks, StoppedCallbacks } from './leadership';
 import { assertEntitiesRegistered } from '../entities-check';
 import { checkGroupOptions, CheckedGroupOptions, GroupTick, LeaderElectorGroupOptions } from './group-options';
 import { compareNs, fairShare, GroupElectOutcome, groupStoreOf, GroupStore } from '../group-store';
@@ -46,13 +47,6 @@ export interface LeaderElectorGroupEvents {
   error: [error: LeaderElectorGroupError];
   /** After every tick: counts, duration and the database clock's skew. */
   tick: [tick: GroupTick];
-}
-
-interface Leadership {
-  readonly lease: Lease;
-  readonly controller: AbortController;
-  deadline: LocalDeadline;
-  timer: NodeJS.Timeout | undefined;
 }
 
 type State = 'idle' | 'running' | 'stopping';
@@ -98,7 +92,9 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
   /** Namespaces whose lease is being given up (no local leadership); the reason their term ends with. */
   readonly #giving = new Map<string, VacateReason>();
   /** onStoppedLeading callbacks in flight, per namespace. */
-  readonly #stoppedCallbacks = new Map<string, Promise<void>>();
+  readonly #stoppedCallbacks = new StoppedCallbacks();
+  /** The callbacks and events of a leadership (see `leadership.ts` for their order). */
+  readonly #hooks: LeadershipHooks;
   /** The current run (from start() until its stop has finished). */
   #run: Run | undefined;
   #sendMetadata = true;
@@ -112,6 +108,16 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     this.#o = checkGroupOptions(options);
     this.#namespaces = new Set(this.#o.namespaces);
     this.#skewAlarm = new ClockSkewAlarm(this.#o.clockSkewWarningSeconds);
+    this.#hooks = {
+      onStartedLeading: this.#o.onStartedLeading,
+      onStoppedLeading: this.#o.onStoppedLeading,
+      call: (ns, name, fn) => this.#callback(ns, name, fn),
+      elected: (lease) => this.#emitSafely('elected', lease),
+      demoted: (lease, reason) => this.#emitSafely('demoted', lease, reason),
+      expired: (leadership) => {
+        if (this.#leaderships.get(leadership.lease.ns) === leadership) this.#demote(leadership.lease.ns, 'lease-expired-locally');
+      },
+    };
   }
 
   /** This group's candidate UUID, lower-case (default: a random UUID). */
@@ -293,7 +299,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     // A tick that answered meanwhile may have started leaderships: they end here too.
     for (const [ns, leadership] of this.#leaderships) held.set(ns, leadership.lease.term);
     for (const ns of [...this.#leaderships.keys()]) this.#demote(ns, 'stopped');
-    const finished = await settlesWithin(Promise.all([...this.#stoppedCallbacks.values()]), left());
+    const finished = await settlesWithin(this.#stoppedCallbacks.settled(), left());
     if (!finished) pending.push('onStoppedLeading settling (the leases are left to run out, not vacated)');
     const store = this.#store;
     // With no time left the vacate would only be abandoned mid-way: the leases run out instead.
@@ -317,6 +323,9 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     if (listening) await settlesWithin(listening.close().catch((error: unknown) => this.#report('listen', null, 'closing the LISTEN connection failed', error)), left());
     if (run && !(await run.loop.settled(left()))) pending.push('a prune in flight answering');
     if (pending.length > 0) {
+      // Callbacks still in flight belong to the run that is over: the next run's hand-overs and
+      // stops do not wait for them (the elector's rule).
+      this.#stoppedCallbacks.abandon();
       this.#report(
         'stop',
         null,
@@ -435,10 +444,10 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     for (const [ns, reason] of release) {
       // Vacated, or no longer held; one still held but locked by another transaction is retried.
       if (this.#giving.get(ns) === reason && !skipped.has(ns)) this.#giving.delete(ns);
-      const term = vacated.get(ns);
-      if (term !== undefined) this.#observe(ns, null, term);
     }
     this.#apply(run, result, deadline, counts);
+    // After #apply, which arms this tick's deadlines before any listener runs.
+    for (const [ns, term] of vacated) if (release.has(ns)) this.#observe(ns, null, term);
     if (!store.foldsVacates) void this.#flushVacates(run);
     this.#maybePrune(run);
     // The round trip of the attempt that answered, ended when the answer came: not after it was
@@ -474,6 +483,17 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
   #apply(run: Run, result: GroupElectOutcome, deadline: LocalDeadline, counts: { acquired: number; lost: number }): void {
     const me = this.candidateId;
     const handOver: string[] = [];
+    // First, before any user code runs (a namespace's callbacks must not eat into another's
+    // lease): this tick's renewals and grants arm their deadlines.
+    const granted = new Map<string, Leadership>();
+    if (!deadline.passed) {
+      for (const { ns, isLeader, term, acquired, handOver: handing } of result.outcomes) {
+        if (!isLeader || term === null || handing || !this.#namespaces.has(ns) || this.#giving.has(ns)) continue;
+        const held = this.#leaderships.get(ns);
+        if (held && held.lease.term === term && !acquired && !held.passed) held.renew(deadline);
+        else granted.set(ns, new Leadership(this.#hooks, ns, me, term, deadline));
+      }
+    }
     for (const outcome of result.outcomes) {
       const { ns } = outcome;
       const current = this.#current(ns);
@@ -501,24 +521,22 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
         continue;
       }
       if (!outcome.isLeader && this.#giving.has(ns) && !run.vacating) this.#giving.delete(ns);
-      if (outcome.isLeader && !deadline.passed) {
-        if (current && current.lease.term === outcome.term && !outcome.acquired) {
-          current.deadline = deadline;
-          this.#armDeadline(ns, current);
-        } else {
-          if (current) {
-            this.#demote(ns, 'lost');
-            counts.lost++;
-          }
-          this.#lead(ns, outcome.term, deadline);
-          counts.acquired++;
+      const grant = granted.get(ns);
+      if (grant) {
+        granted.delete(ns);
+        if (current) {
+          this.#demote(ns, 'lost');
+          counts.lost++;
         }
+        if (this.#begin(grant)) counts.acquired++;
       } else if (current && !(outcome.isLeader && outcome.term === current.lease.term)) {
         this.#demote(ns, 'lost');
         counts.lost++;
       }
       this.#observe(ns, outcome.leaderId, outcome.term);
     }
+    // Grants a callback made moot (a namespace removed or handed over meanwhile): never started.
+    for (const unused of granted.values()) void unused.end('stopped');
     if (this.#o.balance) {
       // Surplus over the fair share goes back, as far as the others lack theirs.
       const n = this.#namespaces.size;
@@ -556,7 +574,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     const store = this.#store;
     const batch = new Map(this.#giving);
     const vacating = run.loop.start(async () => {
-      await Promise.all([...batch.keys()].map((ns) => this.#stoppedCallbacks.get(ns)));
+      await this.#stoppedCallbacks.settled(batch.keys());
       for (const reason of new Set(batch.values())) {
         // stop() vacates every lease itself.
         if (run.loop.ended) return;
@@ -600,59 +618,37 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
 
   #current(ns: string): Leadership | undefined {
     const leadership = this.#leaderships.get(ns);
-    if (leadership && leadership.deadline.passed) {
+    if (leadership && leadership.passed) {
       this.#demote(ns, 'lease-expired-locally');
       return undefined;
     }
     return leadership;
   }
 
-  #lead(ns: string, term: number, deadline: LocalDeadline): void {
-    const controller = new AbortController();
-    const lease: Lease = Object.freeze({ ns, candidateId: this.candidateId, term, signal: controller.signal });
-    const leadership: Leadership = { lease, controller, deadline, timer: undefined };
-    this.#leaderships.set(ns, leadership);
-    this.#armDeadline(ns, leadership);
-    const onStartedLeading = this.#o.onStartedLeading;
-    if (onStartedLeading) void this.#callback(ns, 'onStartedLeading', () => onStartedLeading(lease));
-    if (this.#leaderships.get(ns) === leadership) this.#emitSafely('elected', lease);
-  }
-
-  #armDeadline(ns: string, leadership: Leadership): void {
-    clearTimeout(leadership.timer);
-    const remaining = leadership.deadline.remainingMs();
-    if (remaining <= 0) {
-      if (this.#leaderships.get(ns) === leadership) this.#demote(ns, 'lease-expired-locally');
-      return;
+  /**
+   * Starts `granted` unless, while earlier callbacks ran, the loop stopped, its namespace was
+   * removed or is being given up, or another leadership of it began: then it ends unstarted (a
+   * removed namespace's lease is given up). Whether it started.
+   */
+  #begin(granted: Leadership): boolean {
+    const { ns } = granted.lease;
+    if (this.#state !== 'running' || !this.#namespaces.has(ns) || this.#giving.has(ns) || this.#leaderships.has(ns)) {
+      void granted.end('stopped');
+      if (this.#state === 'running' && !this.#namespaces.has(ns) && !this.#giving.has(ns)) this.#giving.set(ns, 'resigned');
+      return false;
     }
-    leadership.timer = setTimeout(() => {
-      if (this.#leaderships.get(ns) !== leadership) return;
-      if (leadership.deadline.passed) this.#demote(ns, 'lease-expired-locally');
-      else this.#armDeadline(ns, leadership);
-    }, Math.min(remaining + 1, MAX_TIMER_MS));
-    leadership.timer.unref();
+    this.#leaderships.set(ns, granted);
+    granted.start();
+    return true;
   }
 
-  /** Ends the leadership of `ns`: isLeader false, signal aborted, onStoppedLeading, 'demoted' — in that order. */
+  /** Ends the leadership of `ns`: isLeader false, then (see `leadership.ts`) signal aborted, onStoppedLeading, 'demoted'. */
   #demote(ns: string, reason: DemotionReason): void {
     const leadership = this.#leaderships.get(ns);
     if (!leadership) return;
     this.#leaderships.delete(ns);
-    clearTimeout(leadership.timer);
-    const { lease } = leadership;
-    // The signal's listeners are user code: outside the loop's run (see `db/run-guard.ts`).
-    outsideRuns(() => leadership.controller.abort(new LeadershipEndedError(lease, reason)));
-    const onStoppedLeading = this.#o.onStoppedLeading;
-    if (onStoppedLeading) {
-      const settled = this.#callback(ns, 'onStoppedLeading', () => onStoppedLeading(lease));
-      const previous = this.#stoppedCallbacks.get(ns);
-      const all = previous ? Promise.all([previous, settled]).then(() => undefined) : settled;
-      this.#stoppedCallbacks.set(ns, all);
-      void all.then(() => {
-        if (this.#stoppedCallbacks.get(ns) === all) this.#stoppedCallbacks.delete(ns);
-      });
-    }
-    this.#emitSafely('demoted', lease, reason);
+    void leadership.end(reason);
+    this.#stoppedCallbacks.track(leadership);
   }
 
   /** Records the observed leader of `ns` (the rules of {@link LeaderElector}'s: a term granted twice is news). */
