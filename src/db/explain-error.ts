@@ -9,6 +9,7 @@ import {
 } from '../errors';
 import { driverErrorFields } from '../databases/contract/missing-table';
 import { explainMissingDatabase } from './missing-database';
+import { GemstoneDB } from './registry';
 import { redactUrl } from './url';
 
 /**
@@ -56,6 +57,14 @@ function firstLine(error: unknown): string {
   return message.split('\n')[0]!.trim();
 }
 
+/**
+ * Whether a missing-table message is about a registered table (the election's or a plugin's): an
+ * application table missing in the caller's own work (`withTransaction`) is the application's.
+ */
+function namesRegisteredTable(dataSource: DataSource, message: string): boolean {
+  return GemstoneDB.entities.some((entity) => dataSource.hasMetadata(entity) && message.includes(dataSource.getMetadata(entity).tableName));
+}
+
 /** TypeORM's own "not connected" errors (PostgreSQL "Driver not Connected", ConnectionIsNotSetError…). */
 function isNotConnected(error: unknown): boolean {
   const name = (error as { name?: unknown })?.name;
@@ -78,7 +87,9 @@ export function explainDatabaseError(dataSource: DataSource, error: unknown): un
   if (PG_AUTH_CODES.has(String(fields?.code)) || MYSQL_AUTH_ERRNOS.has(Number(fields?.errno))) {
     return new DatabaseAuthenticationError(target(), firstLine(error), cause);
   }
-  if (allTargets().some((t) => t.isMissingTable(error))) return new TablesMissingError(target(), firstLine(error), cause);
+  if (allTargets().some((t) => t.isMissingTable(error)) && namesRegisteredTable(dataSource, firstLine(error))) {
+    return new TablesMissingError(target(), firstLine(error), cause);
+  }
   if (!dataSource.isInitialized && isNotConnected(error)) return new DataSourceNotInitializedError(target(), cause);
   return explainMissingDatabase(dataSource, error);
 }

@@ -16,6 +16,7 @@ import {
   LeaderElector,
   LeaderElectorGroup,
   TablesMissingError,
+  withTransaction,
 } from 'gemstone-utils';
 import { describeEachDatabase, TestDatabase } from '../support/databases';
 import { ns } from '../support/rows';
@@ -114,6 +115,17 @@ describeEachDatabase('a database without the tables, a DataSource never initiali
     expect(error).toBeInstanceOf(TablesMissingError);
     expect(group.running).toBe(false);
     expect(reported).toEqual([]);
+  });
+
+  test("an application table missing in the caller's own work stays the database's error, not TablesMissingError", async () => {
+    const dataSource = await db.connect();
+    const error = await withTransaction(dataSource, (manager) => manager.query('SELECT * FROM app_table_that_is_not_there')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeDefined();
+    expect(error).not.toBeInstanceOf(TablesMissingError);
+    expect(String((error as Error).message)).toMatch(/app_table_that_is_not_there/);
   });
 
   test('a DataSource never initialized: the service throws DataSourceNotInitializedError saying to call initDb', async () => {
