@@ -24,3 +24,11 @@ export function warnIfLocalElection(dataSource: DataSource): void {
     { type: 'GemstoneWarning', code: SQLITE_LOCAL_ELECTION_WARNING },
   );
 }
+
+/**
+ * @internal For a caller that elects on one machine by design (the CLI demo's workers share one
+ * file on purpose): no warning for `dataSource`.
+ */
+export function expectLocalElection(dataSource: DataSource): void {
+  warned.add(dataSource);
+}
