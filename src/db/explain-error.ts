@@ -10,6 +10,7 @@ import {
 import { driverErrorFields } from '../databases/contract/missing-table';
 import { explainMissingDatabase } from './missing-database';
 import { GemstoneDB } from './registry';
+import { setExplainer } from './explain-hook';
 import { redactUrl } from './url';
 
 /**
@@ -122,3 +123,6 @@ export function withExplainedFailures<T extends object>(dataSource: DataSource, 
     },
   });
 }
+
+// The session helpers explain their failures by this rule (see explain-hook.ts).
+setExplainer(explainDatabaseError, assertInitialized);

@@ -3,7 +3,7 @@ import type { SessionParts } from '../databases/contract/session';
 import { partsOf } from '../databases/parts';
 import { SerializationFailureError, ValidationError } from '../errors';
 import { contextOf, DbContext } from './context';
-import { assertInitialized, explained } from './explain-error';
+import { explainedRun } from './explain-hook';
 import { assertRunCurrent, inRun } from './run-guard';
 import { bind, PreparedSql, render, SqlFragment } from './sql';
 
@@ -114,13 +114,10 @@ type Work<T> = (manager: EntityManager, context: DbContext) => Promise<T>;
  * The library's ways of reaching the database ({@link inTransactionRaw}, {@link inOneStatement},
  * {@link withManager}): a failure a setup meets (server unreachable, login refused, tables
  * missing, DataSource not initialized) leaves them as the GemstoneError that says what to do
- * (see `explain-error.ts`), so the service, the loops and the CLI all say it alike.
+ * (see `explain-error.ts`, through `explain-hook.ts`), so the service, the loops and the CLI all say it alike.
  */
 export function inTransaction<T>(dataSource: DataSource, session: Session | undefined, work: Work<T>, options?: TransactionOptions): Promise<T> {
-  return explained(dataSource, () => {
-    assertInitialized(dataSource);
-    return inTransactionRaw(dataSource, session, work, options);
-  });
+  return explainedRun(dataSource, () => inTransactionRaw(dataSource, session, work, options));
 }
 
 /** See {@link inTransaction}: {@link inOneStatementRaw}, its failures explained. */
@@ -130,18 +127,12 @@ export function inOneStatement<T>(
   work: Work<T>,
   options?: Pick<TransactionOptions, 'conflictRetries'>,
 ): Promise<T> {
-  return explained(dataSource, () => {
-    assertInitialized(dataSource);
-    return inOneStatementRaw(dataSource, session, work, options);
-  });
+  return explainedRun(dataSource, () => inOneStatementRaw(dataSource, session, work, options));
 }
 
 /** See {@link inTransaction}: {@link withManagerRaw}, its failures explained. */
 export function withManager<T>(dataSource: DataSource, session: Session | undefined, work: Work<T>): Promise<T> {
-  return explained(dataSource, () => {
-    assertInitialized(dataSource);
-    return withManagerRaw(dataSource, session, work);
-  });
+  return explainedRun(dataSource, () => withManagerRaw(dataSource, session, work));
 }
 
 /** @internal */
