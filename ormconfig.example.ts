@@ -16,9 +16,13 @@ export class Invoice {
   number!: string;
 }
 
+// Every replica must reach the same database: a missing DATABASE_URL stops the app.
+const databaseUrl = process.env.DATABASE_URL;
+if (!databaseUrl) throw new Error('DATABASE_URL is not set: export DATABASE_URL=postgres://user:password@host:5432/app');
+
 export const AppDataSource = new DataSource({
   type: 'postgres',
-  url: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+  url: databaseUrl,
   // The plugin's entities next to the app's: needed when the app initializes the DataSource
   // itself; `initDb` appends them anyway when it initializes it.
   entities: [Invoice, ...GemstoneDB.entities],

@@ -1,6 +1,7 @@
-// `npm run example`: three candidates on the embedded SQLite default (./gemstone.sqlite, or
-// GEMSTONE_DB_URL): an election, a takeover after the leader stops heartbeating, and a fast
-// handover when the new leader unregisters.
+// `npm run example`: three candidates on the embedded SQLite default (./gemstone.sqlite, or the
+// database of GEMSTONE_DB_URL, else DATABASE_URL): an election, a takeover after the leader stops
+// heartbeating, and a fast handover when the new leader unregisters. One process: the embedded
+// default is right here. An application passes its URL or DataSource (`initDb(url)`) instead.
 const { randomUUID } = require('crypto');
 const { initDb, ElectionService } = require('gemstone-utils');
 

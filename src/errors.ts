@@ -67,8 +67,9 @@ export class NotLeaderError extends GemstoneError {
 export class NotInitializedError extends GemstoneError {
   constructor() {
     super(
-      'gemstone-utils has no default DataSource yet: call `await initDb(dataSource)` (or `initDb()` for ' +
-        'GEMSTONE_DB_URL / the embedded SQLite file) at startup, or pass a DataSource to the ElectionService constructor.',
+      'gemstone-utils has no default DataSource yet: call `await initDb(dataSource)` (or `initDb(url)`) at startup, ' +
+        'before creating the service or loop; or pass the DataSource where you create it ' +
+        '(`new ElectionService(dataSource)`, `new LeaderElector({ dataSource })`, `new LeaderElectorGroup({ dataSource })`).',
     );
   }
 }
@@ -181,5 +182,75 @@ export class DatabaseNotFoundError extends GemstoneError {
       options,
     );
     this.database = database;
+  }
+}
+
+/**
+ * A database failure the library can say what to do about: the fields every one of them has.
+ * `target` names the database (its URL or host, port and database; never the password) and
+ * `cause` is the driver's or TypeORM's error.
+ */
+export abstract class DatabaseSetupError extends GemstoneError {
+  /** The database, as a URL without its password (e.g. `postgres://app@db:5432/app`). */
+  readonly target: string;
+  /** The message without the target: what is wrong and what to do (for a caller that names the target itself). */
+  readonly detail: string;
+
+  constructor(target: string, problem: string, fix: string, options?: { cause?: unknown }) {
+    super(`${target}: ${problem}. ${fix}`, options);
+    this.target = target;
+    this.detail = `${problem}. ${fix}`;
+  }
+}
+
+/** The database server refused the connection, or could not be reached (ECONNREFUSED, ENOTFOUND, ETIMEDOUT…). */
+export class DatabaseUnreachableError extends DatabaseSetupError {
+  constructor(target: string, reason: string, options?: { cause?: unknown }) {
+    super(
+      target,
+      `cannot reach the database server (${reason})`,
+      'Check that the server runs and that the host and port in DATABASE_URL (or the DataSource options) are right.',
+      options,
+    );
+  }
+}
+
+/** The server refused the user: the role does not exist, the password is wrong, or access is denied. */
+export class DatabaseAuthenticationError extends DatabaseSetupError {
+  constructor(target: string, reason: string, options?: { cause?: unknown }) {
+    super(
+      target,
+      `the database refused the login (${reason})`,
+      'Check the user name and password in DATABASE_URL (or the DataSource options), and that this user exists and may connect to that database.',
+      options,
+    );
+  }
+}
+
+/**
+ * The registered tables (e.g. `gemstone_election_leader`) are not in the database: `initDb` was
+ * not run against it (or ran with `createTables: false` and the migrations were not applied).
+ */
+export class TablesMissingError extends DatabaseSetupError {
+  constructor(target: string, reason: string, options?: { cause?: unknown }) {
+    super(
+      target,
+      `the gemstone-utils tables are missing (${reason})`,
+      'Call `await initDb(dataSource)` at startup (it creates them), run `gemstone-election init --url <url>`, ' +
+        'or apply the migrations (`...GemstoneDB.migrations`) when the role has no DDL rights.',
+      options,
+    );
+  }
+}
+
+/** The DataSource is not connected: it was never initialized, or was destroyed. */
+export class DataSourceNotInitializedError extends DatabaseSetupError {
+  constructor(target: string, options?: { cause?: unknown }) {
+    super(
+      target,
+      'the DataSource is not initialized (never initialized, or destroyed)',
+      'Call `await initDb(dataSource)` at startup, before using the service or starting a loop, and destroy it only after stopping them.',
+      options,
+    );
   }
 }

@@ -16,7 +16,7 @@ function shellWord(word: string): string {
 
 /**
  * The `gemstone-election init` command for the same database, in backquotes, ready to copy.
- * It always names the URL: run without `--url` (and without `GEMSTONE_DB_URL`), `init` would
+ * It always names the URL: run without `--url` (and without `GEMSTONE_DB_URL`/`DATABASE_URL`), `init` would
  * create `gemstone.sqlite` in the working directory instead. A password never appears: it is
  * replaced by {@link PASSWORD_PLACEHOLDER}, and the hint says so.
  */

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../election/schema';
 import { contextOf } from '../db/context';
 import { connect, disconnect, redact, resolveUrl, withTableOptions } from './target';
+import { URL_OPTION_HELP } from './options';
 
 interface InitOptions {
   url?: string;
@@ -26,6 +27,6 @@ export function initCommand(): Command {
   return withTableOptions(
     new Command('init')
       .description('create the election tables if they are missing (initDb); safe to run again')
-      .option('-u, --url <url>', 'database URL (default: $GEMSTONE_DB_URL, else sqlite:gemstone.sqlite)'),
+      .option('-u, --url <url>', URL_OPTION_HELP),
   ).action((options: InitOptions) => init(options));
 }

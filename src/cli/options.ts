@@ -9,3 +9,6 @@ export function namespace(value: string): string {
     throw new InvalidArgumentError((error as Error).message);
   }
 }
+
+/** The help of `--url`: where the URL comes from when the option is not given (see `resolveUrl`). */
+export const URL_OPTION_HELP = 'database URL (default: $GEMSTONE_DB_URL, else $DATABASE_URL, else sqlite:gemstone.sqlite)';

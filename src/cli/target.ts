@@ -6,14 +6,37 @@ import { allTargets, targetOfType } from '../databases/targets';
 import { initDb } from '../db/init-db';
 import { DEFAULT_DB_URL, optionsFromUrl, redactIn, redactUrl } from '../db/url';
 import { CliError, oneLine } from './errors';
-import { initHint } from './hint';
+import { initHint, TableNames } from './hint';
+import { urlFromEnvironment } from '../db/env-url';
+import { DatabaseSetupError, TablesMissingError } from '../errors';
 
 /** How long the CLI waits for a database server to accept a connection. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
 
-/** The database the CLI talks to: `--url`, else `GEMSTONE_DB_URL`, else the embedded SQLite file. */
+/**
+ * The database the CLI talks to: `--url`, else the environment (`GEMSTONE_DB_URL`, else
+ * `DATABASE_URL`: see `DATABASE_URL_VARIABLES`), else the embedded SQLite file.
+ */
 export function resolveUrl(url: string | undefined): string {
-  return url || process.env.GEMSTONE_DB_URL || DEFAULT_DB_URL;
+  if (url !== undefined) {
+    if (url.trim() === '') throw new CliError('--url is empty: pass the database URL (e.g. postgres://user@host:5432/app)');
+    return url;
+  }
+  return urlFromEnvironment()?.url ?? DEFAULT_DB_URL;
+}
+
+/** Whether `url` is the embedded default the CLI fell back to (no `--url`, no variable set). */
+function isFallback(url: string): boolean {
+  return url === DEFAULT_DB_URL && urlFromEnvironment() === undefined;
+}
+
+/** What to run when a command found no database at `url` (the app's database when it fell back). */
+function noDatabaseHint(url: string, file: string, names: TableNames): string {
+  if (!isFallback(url)) return `no database at ${redact(url)}: the file ${file} does not exist (run ${initHint(url, names)})`;
+  return (
+    `no database given: pass --url with your application's database URL (e.g. --url postgres://user@host:5432/app), ` +
+    `or set DATABASE_URL (or GEMSTONE_DB_URL); without them the CLI opens ${DEFAULT_DB_URL}, and ${file} does not exist here`
+  );
 }
 
 /** The URL without its password, for messages; the user name stays. */
@@ -75,13 +98,15 @@ export async function connect(url: string, { createTables, ...names }: ConnectOp
   const options = tableOptions(cliOptions(url), names);
   const file = databaseFile(options);
   if (file !== undefined && !createTables && !fs.existsSync(file)) {
-    throw new CliError(`no database at ${redact(url)}: the file ${file} does not exist (run ${initHint(url, names)})`);
+    throw new CliError(noDatabaseHint(url, file, names));
   }
   try {
     return await initDb(options, { createTables });
   } catch (error) {
-    // A driver's message may repeat the URL or its password (pg: `Invalid URL`, with the input).
-    throw new CliError(`cannot connect to ${redact(url)}: ${redactIn(oneLine(error), url)}`, { cause: error });
+    // The library's setup errors say what to do; the CLI names the URL as the operator gave it. A
+    // driver's message may repeat the URL or its password (pg: `Invalid URL`, with the input).
+    const reason = error instanceof DatabaseSetupError ? error.detail : oneLine(error);
+    throw new CliError(`cannot connect to ${redact(url)}: ${redactIn(reason, url)}`, { cause: error });
   }
 }
 
@@ -92,5 +117,5 @@ export async function disconnect(dataSource: DataSource | undefined): Promise<vo
 
 /** Database errors that mean "the table is not there", on every supported database. */
 export function isMissingTable(error: unknown): boolean {
-  return allTargets().some((target) => target.isMissingTable(error));
+  return error instanceof TablesMissingError || allTargets().some((target) => target.isMissingTable(error));
 }

@@ -25,5 +25,13 @@ export {
   SqliteTransactionOpenError,
   SessionRequiredError,
   DatabaseNotFoundError,
+  DatabaseSetupError,
+  DatabaseUnreachableError,
+  DatabaseAuthenticationError,
+  TablesMissingError,
+  DataSourceNotInitializedError,
 } from '../errors';
+export { DATABASE_URL_VARIABLES } from './env-url';
+export { DEFAULT_REPLACED_WARNING } from './default-data-source';
+export { SQLITE_LOCAL_ELECTION_WARNING } from './sqlite-warning';
 export { DEFAULT_SQLITE_WAIT_MS } from './defaults';

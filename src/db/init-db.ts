@@ -2,8 +2,9 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import { checkNaming } from './naming';
 import { EntitiesNotRegisteredError, UnsupportedDatabaseError, ValidationError, type DatabaseNotFoundError } from '../errors';
 import { contextOf } from './context';
-import { setDataSource } from './default-data-source';
-import { explainMissingDatabase } from './missing-database';
+import { replaceDefault } from './default-data-source';
+import { urlFromEnvironment, missingTargetProblem } from './env-url';
+import { explained } from './explain-error';
 import { installPluginTables } from './plugin-tables';
 import { entityName, GemstoneDB } from './registry';
 import { backoff, sleep } from './session';
@@ -58,9 +59,13 @@ function unsupported(type: string): ValidationError {
   return new ValidationError('target', `uses a database gemstone-utils does not support: ${cause.message}`, { cause });
 }
 
-function toDataSource(target: InitDbTarget | undefined): DataSource {
+/** The target of `initDb()` called without an argument: the environment's URL, else the embedded file. */
+function defaultTarget(): string {
+  return urlFromEnvironment()?.url ?? DEFAULT_DB_URL;
+}
+
+function toDataSource(target: InitDbTarget): DataSource {
   if (isDataSource(target)) return target;
-  if (target === undefined) target = process.env.GEMSTONE_DB_URL || DEFAULT_DB_URL;
   const options = typeof target === 'string' ? optionsFromUrl(target) : target;
   if (typeof options !== 'object' || options === null || typeof (options as { type?: unknown }).type !== 'string') {
     throw new ValidationError('target', 'must be a DataSource, DataSourceOptions with a `type`, or a database URL');
@@ -111,9 +116,7 @@ async function initialize(dataSource: DataSource): Promise<void> {
   let pending = initializations.get(dataSource);
   if (!pending) {
     dataSource.setOptions({ entities: withRegisteredEntities(dataSource.options.entities) } as Partial<DataSourceOptions>);
-    pending = initializeRetryingBusy(dataSource).catch((error: unknown) => {
-      throw explainMissingDatabase(dataSource, error);
-    });
+    pending = initializeRetryingBusy(dataSource);
     initializations.set(dataSource, pending);
     pending.catch(() => initializations.delete(dataSource));
   }
@@ -124,8 +127,16 @@ async function initialize(dataSource: DataSource): Promise<void> {
  * Connects the shared base to a database and makes it the default (`getDataSource()`).
  *
  * - `target`: a DataSource (its `entities` get the registered ones appended before it is
- *   initialized), DataSourceOptions, or a URL. Default `process.env.GEMSTONE_DB_URL`, else
- *   {@link DEFAULT_DB_URL} (an embedded SQLite file in the working directory).
+ *   initialized), DataSourceOptions, or a URL. Given but undefined, null or blank (an unset
+ *   `process.env.DATABASE_URL`) it is a {@link ValidationError}: never a silent fallback.
+ *   Only a call without any argument uses a default: `GEMSTONE_DB_URL`, else `DATABASE_URL`
+ *   (see `DATABASE_URL_VARIABLES`), else {@link DEFAULT_DB_URL} (an embedded SQLite file in the
+ *   working directory, which elects among the processes of one machine only).
+ * - Server unreachable, login refused or database missing: a `DatabaseSetupError` subclass
+ *   (`DatabaseUnreachableError`, `DatabaseAuthenticationError`, `DatabaseNotFoundError`) naming
+ *   the target (password redacted) and the fix.
+ * - Makes the DataSource the default (`getDataSource()`); replacing a different default that is
+ *   still initialized emits a process warning (`GEMSTONE_DEFAULT_REPLACED`) naming both.
  * - An already initialized DataSource must list the registered entities
  *   (`...GemstoneDB.entities`), else {@link EntitiesNotRegisteredError}.
  * - A database the URL or options name that does not exist on its server is a
@@ -133,6 +144,9 @@ async function initialize(dataSource: DataSource): Promise<void> {
  * - Several processes may call it on the same fresh database at once.
  */
 export async function initDb(target?: InitDbTarget, options: InitDbOptions = {}): Promise<DataSource> {
+  // Only a call without any argument means "the default": `initDb(process.env.DATABASE_URL)` with
+  // the variable unset must not quietly elect on a file of its own in every container.
+  const given = arguments.length > 0;
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new ValidationError('options', 'must be an object');
   for (const key of Object.keys(options)) {
     // A typo such as `createTable: false` must not silently run DDL.
@@ -140,11 +154,21 @@ export async function initDb(target?: InitDbTarget, options: InitDbOptions = {})
   }
   const { createTables = DEFAULT_CREATE_TABLES } = options;
   if (typeof createTables !== 'boolean') throw new ValidationError('options.createTables', 'must be a boolean');
-  if (target !== undefined && typeof target !== 'string' && (typeof target !== 'object' || target === null)) {
+  if (given && (target === undefined || target === null || (typeof target === 'string' && target.trim() === ''))) {
+    throw new ValidationError('target', missingTargetProblem(target));
+  }
+  if (typeof target !== 'string' && (typeof target !== 'object' || target === null) && given) {
     throw new ValidationError('target', 'must be a DataSource, DataSourceOptions or a database URL string');
   }
 
-  const dataSource = toDataSource(target);
+  const dataSource = toDataSource(given ? target! : defaultTarget());
+  await explained(dataSource, () => connectAndInstall(dataSource, createTables));
+  replaceDefault(dataSource);
+  return dataSource;
+}
+
+/** Connects `dataSource`, checks its naming and creates the registered tables if asked. */
+async function connectAndInstall(dataSource: DataSource, createTables: boolean): Promise<void> {
   if (!supported(String(dataSource.options.type))) throw unsupported(String(dataSource.options.type));
   contextOf(dataSource);
   const wasInitialized = dataSource.isInitialized;
@@ -161,6 +185,4 @@ export async function initDb(target?: InitDbTarget, options: InitDbOptions = {})
     for (const installer of GemstoneDB.installers) await installer.install(dataSource);
     await installPluginTables(dataSource);
   }
-  setDataSource(dataSource);
-  return dataSource;
 }

@@ -3,6 +3,7 @@ import type { SessionParts } from '../databases/contract/session';
 import { partsOf } from '../databases/parts';
 import { SerializationFailureError, ValidationError } from '../errors';
 import { contextOf, DbContext } from './context';
+import { explainedRun } from './explain-hook';
 import { assertRunCurrent, inRun } from './run-guard';
 import { bind, PreparedSql, render, SqlFragment } from './sql';
 
@@ -107,6 +108,33 @@ async function sendQuery(context: DbContext, manager: EntityManager, text: strin
   }
 }
 
+type Work<T> = (manager: EntityManager, context: DbContext) => Promise<T>;
+
+/**
+ * The library's ways of reaching the database ({@link inTransactionRaw}, {@link inOneStatement},
+ * {@link withManager}): a failure a setup meets (server unreachable, login refused, tables
+ * missing, DataSource not initialized) leaves them as the GemstoneError that says what to do
+ * (see `explain-error.ts`, through `explain-hook.ts`), so the service, the loops and the CLI all say it alike.
+ */
+export function inTransaction<T>(dataSource: DataSource, session: Session | undefined, work: Work<T>, options?: TransactionOptions): Promise<T> {
+  return explainedRun(dataSource, () => inTransactionRaw(dataSource, session, work, options));
+}
+
+/** See {@link inTransaction}: {@link inOneStatementRaw}, its failures explained. */
+export function inOneStatement<T>(
+  dataSource: DataSource,
+  session: Session | undefined,
+  work: Work<T>,
+  options?: Pick<TransactionOptions, 'conflictRetries'>,
+): Promise<T> {
+  return explainedRun(dataSource, () => inOneStatementRaw(dataSource, session, work, options));
+}
+
+/** See {@link inTransaction}: {@link withManagerRaw}, its failures explained. */
+export function withManager<T>(dataSource: DataSource, session: Session | undefined, work: Work<T>): Promise<T> {
+  return explainedRun(dataSource, () => withManagerRaw(dataSource, session, work));
+}
+
 /** @internal */
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -131,7 +159,7 @@ export interface TransactionOptions {
  * see docs/protocol.md) reruns the whole transaction. Inside the caller's transaction nothing can be
  * retried, so the error is surfaced for the caller to roll back.
  */
-export async function inTransaction<T>(
+async function inTransactionRaw<T>(
   dataSource: DataSource,
   session: Session | undefined,
   work: (manager: EntityManager, context: DbContext) => Promise<T>,
@@ -171,7 +199,7 @@ export async function inTransaction<T>(
  * Retries conflicts like {@link inTransaction} (`options.conflictRetries` times), except inside
  * the caller's transaction.
  */
-export async function inOneStatement<T>(
+async function inOneStatementRaw<T>(
   dataSource: DataSource,
   session: Session | undefined,
   work: (manager: EntityManager, context: DbContext) => Promise<T>,
@@ -183,12 +211,12 @@ export async function inOneStatement<T>(
   // A statement outside a transaction runs at the connection's default isolation; when that is
   // not READ COMMITTED (e.g. `default_transaction_isolation = serializable`) the statement gets
   // an explicit READ COMMITTED transaction of its own instead.
-  if (!(await sessionOf(context).outsideIsReadCommitted(context))) return inTransaction(dataSource, session, work, options);
+  if (!(await sessionOf(context).outsideIsReadCommitted(context))) return inTransactionRaw(dataSource, session, work, options);
   const retries = options.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
   for (let attempt = 0; ; attempt++) {
     assertRunCurrent();
     try {
-      return await withManager(dataSource, session, work);
+      return await withManagerRaw(dataSource, session, work);
     } catch (error) {
       if (attempt >= retries || !context.dialect.isRetryableConflict(error)) throw error;
       await sleep(backoff(attempt));
@@ -232,7 +260,7 @@ async function inCallersTransaction<T>(context: DbContext, work: () => Promise<T
 }
 
 /** Runs read-only `work` on the session (joining its transaction if any) or a pooled connection. */
-export async function withManager<T>(
+async function withManagerRaw<T>(
   dataSource: DataSource,
   session: Session | undefined,
   work: (manager: EntityManager, context: DbContext) => Promise<T>,

@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { contextOf, DbContext } from '../db/context';
 import { getDataSource } from '../db/default-data-source';
+import { assertInitialized, withExplainedFailures } from '../db/explain-error';
 import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, Session, withManager } from '../db/session';
 import { NotLeaderError, ValidationError, shown } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
@@ -190,6 +191,7 @@ export class ElectionService {
     runnerOf(session); // validates the session before anything else
     if (session === undefined) {
       const dataSource = this.#dataSource ?? getDataSource();
+      assertInitialized(dataSource);
       assertEntitiesRegistered(dataSource);
       return dataSource;
     }
@@ -212,7 +214,10 @@ export class ElectionService {
     const part = partsOf(context).programs;
     if (!part || runnerOf(session)?.isTransactionActive) return undefined;
     let programs = this.#programs.get(dataSource);
-    if (!programs) this.#programs.set(dataSource, (programs = part.create(context, dataSource, () => this.#sqliteWaitMs, storeOf(context).shared)));
+    if (!programs) {
+      programs = withExplainedFailures(dataSource, part.create(context, dataSource, () => this.#sqliteWaitMs, storeOf(context).shared));
+      this.#programs.set(dataSource, programs);
+    }
     return programs;
   }
 

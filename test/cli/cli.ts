@@ -31,6 +31,7 @@ export interface CliOptions {
 function environment(extra: CliOptions['env'] = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
   delete env.GEMSTONE_DB_URL;
+  delete env.DATABASE_URL;
   for (const [key, value] of Object.entries(extra)) {
     if (value === undefined) delete env[key];
     else env[key] = value;

@@ -2,6 +2,7 @@
  * `gemstone-election status` and `init` as real child processes, on SQLite (file) and PostgreSQL:
  * output parsed, exit codes checked, including the one-line errors.
  */
+import * as os from 'os';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { DataSource } from 'typeorm';
@@ -174,6 +175,11 @@ describeEachDatabase(
     test('GEMSTONE_DB_URL is used without --url; --url wins over it', async () => {
       const fromEnv = json(await runCli(['status', '--json', '--ns', 'billing'], { env: { GEMSTONE_DB_URL: db.url() } }));
       expect(fromEnv.map((r) => r.ns)).toEqual(['billing']);
+      // DATABASE_URL, the application's variable, is read too; GEMSTONE_DB_URL wins over it.
+      const fromDatabaseUrl = json(await runCli(['status', '--json', '--ns', 'billing'], { env: { DATABASE_URL: db.url() } }));
+      expect(fromDatabaseUrl.map((r) => r.ns)).toEqual(['billing']);
+      const both = await runCli(['status', '--json'], { env: { DATABASE_URL: db.url(), GEMSTONE_DB_URL: 'foo://nowhere' } });
+      expectOneLineError(both, /"foo:\/\/nowhere"/);
       const overridden = await runCli(['status', '--json', '--url', db.url()], { env: { GEMSTONE_DB_URL: 'foo://nowhere' } });
       expect(json(overridden).length).toBe(3 + 1); // billing, clock, idle, reports
     });
@@ -189,11 +195,24 @@ describe('gemstone-election errors and help', () => {
     expectOneLineError(await runCli(['status'], { env: { GEMSTONE_DB_URL: 'sqlite:' } }), /bad database URL: --url has no file path/);
   });
 
+  test('no --url and no variable: the hint names the application database, not a SQLite file to create', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-cli-nourl-'));
+    try {
+      const result = await runCli(['status'], { cwd: dir });
+      expectOneLineError(result, /no database given: pass --url with your application's database URL .*or set DATABASE_URL/);
+      expect(result.stderr).not.toMatch(/gemstone-election init/);
+      expect(fs.readdirSync(dir)).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('an unreachable database: one line, exit 1, password not shown', async () => {
     const url = 'postgres://postgres:secret@127.0.0.1:1/test';
     for (const command of ['status', 'init']) {
       const result = await runCli([command, '--url', url]);
       expectOneLineError(result, /cannot connect to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test: .*ECONNREFUSED/);
+      expect(result.stderr).toMatch(/Check that the server runs/);
       expect(result.stderr).not.toContain('secret');
     }
   });

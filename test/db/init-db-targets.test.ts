@@ -246,8 +246,38 @@ describe('initDb URL errors', () => {
   });
 });
 
+describe('initDb with a target that came from an unset variable', () => {
+  test('undefined, null, empty or blank: a ValidationError naming `target` and DATABASE_URL; nothing is opened', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-unset-'));
+    const saved = { cwd: process.cwd(), gemstone: process.env.GEMSTONE_DB_URL, database: process.env.DATABASE_URL };
+    process.chdir(dir);
+    // The environment would not make the fallback right either: a given target is never replaced.
+    process.env.GEMSTONE_DB_URL = `sqlite:${path.join(dir, 'env.sqlite')}`;
+    try {
+      for (const target of [undefined, null, '', '  \n']) {
+        for (const call of [() => initDb(target as string), () => initDb(target as string, { createTables: false })]) {
+          const error = await call().then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect({ target, error }).toEqual({ target, error: expect.any(ValidationError) });
+          expect((error as ValidationError).parameter).toBe('target');
+          expect((error as Error).message).toMatch(/DATABASE_URL/);
+          expect((error as Error).message).toMatch(/pass a DataSource/);
+        }
+      }
+      expect(fs.readdirSync(dir)).toEqual([]);
+    } finally {
+      process.chdir(saved.cwd);
+      if (saved.gemstone === undefined) delete process.env.GEMSTONE_DB_URL;
+      else process.env.GEMSTONE_DB_URL = saved.gemstone;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('initDb default target', () => {
-  const saved = { cwd: process.cwd(), url: process.env.GEMSTONE_DB_URL };
+  const saved = { cwd: process.cwd(), url: process.env.GEMSTONE_DB_URL, databaseUrl: process.env.DATABASE_URL };
   let dir: string;
   const opened: DataSource[] = [];
 
@@ -258,6 +288,8 @@ describe('initDb default target', () => {
     process.chdir(saved.cwd);
     if (saved.url === undefined) delete process.env.GEMSTONE_DB_URL;
     else process.env.GEMSTONE_DB_URL = saved.url;
+    if (saved.databaseUrl === undefined) delete process.env.DATABASE_URL;
+    else process.env.DATABASE_URL = saved.databaseUrl;
     for (const ds of opened.splice(0)) if (ds.isInitialized) await ds.destroy();
     fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -274,8 +306,9 @@ describe('initDb default target', () => {
     }
   }
 
-  test('without GEMSTONE_DB_URL: the embedded file gemstone.sqlite in the working directory', async () => {
+  test('without GEMSTONE_DB_URL or DATABASE_URL: the embedded file gemstone.sqlite in the working directory', async () => {
     delete process.env.GEMSTONE_DB_URL;
+    delete process.env.DATABASE_URL;
     const ds = await initDbIn(dir);
     expect(['better-sqlite3', 'sqlite']).toContain(ds.options.type);
     expect(fs.existsSync(path.join(dir, 'gemstone.sqlite'))).toBe(true);
@@ -292,6 +325,20 @@ describe('initDb default target', () => {
     await expectWorkingElection(ds);
     expect(fs.existsSync(file)).toBe(true);
     expect(fs.existsSync(path.join(dir, 'gemstone.sqlite'))).toBe(false);
+  });
+
+  test('DATABASE_URL is read too; GEMSTONE_DB_URL wins when both are set; a blank one counts as unset', async () => {
+    delete process.env.GEMSTONE_DB_URL;
+    const fromDatabaseUrl = path.join(dir, 'database-url.sqlite');
+    process.env.DATABASE_URL = `sqlite:${fromDatabaseUrl}`;
+    expect((await initDbIn(dir)).options.database).toBe(fromDatabaseUrl);
+
+    const fromGemstone = path.join(dir, 'gemstone-url.sqlite');
+    process.env.GEMSTONE_DB_URL = `sqlite:${fromGemstone}`;
+    expect((await initDbIn(dir)).options.database).toBe(fromGemstone);
+
+    process.env.GEMSTONE_DB_URL = ' ';
+    expect((await initDbIn(dir)).options.database).toBe(fromDatabaseUrl);
   });
 
   test('a bad GEMSTONE_DB_URL is a ValidationError naming `target`', async () => {

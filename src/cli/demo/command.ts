@@ -19,6 +19,7 @@ import {
   MAX_DEMO_DURATION_SECONDS,
   METRICS_WORKER_TIMEOUT_MS,
 } from './options';
+import { URL_OPTION_HELP } from '../options';
 import { MetricsServer, serveDemoMetrics } from './metrics-server';
 import { DashboardServer, serveDemoDashboard } from './dashboard';
 import { buildSummary, summaryText } from './summary';
@@ -170,7 +171,7 @@ export function demoCommand(): Command {
       'run worker processes that elect a leader; the leader appends to a ledger table, fenced by assertLeader. ' +
         'Shows a live view on a terminal, plain log lines otherwise, and a summary at the end.',
     )
-    .option('-u, --url <url>', 'database URL (default: $GEMSTONE_DB_URL, else sqlite:gemstone.sqlite)')
+    .option('-u, --url <url>', URL_OPTION_HELP)
     .option('-w, --workers <n>', 'worker processes', positiveInt(16), DEFAULT_DEMO_WORKERS)
     .option('-d, --duration <seconds>', 'stop after this long (or Ctrl-C)', seconds(MAX_DEMO_DURATION_SECONDS), DEFAULT_DEMO_DURATION_SECONDS)
     .option('-l, --lease <seconds>', 'lease length (expireSeconds); electors tick every third of it', seconds(3600), DEFAULT_DEMO_LEASE_SECONDS)

@@ -9,6 +9,7 @@ import { contextOf } from '../../db/context';
 import { withTransaction } from '../../db/transaction';
 import { NotLeaderError } from '../../errors';
 import { ElectionService, LeaderElector } from '../../election';
+import { expectLocalElection } from '../../db/sqlite-warning';
 import type { Lease } from '../../election';
 import { createPrometheusMetrics } from '../../metrics';
 import { oneLine } from '../errors';
@@ -107,6 +108,8 @@ async function main(): Promise<void> {
   }, PARENT_CHECK_MS).unref();
 
   dataSource = await initDb(cliOptions(config.url), { createTables: false });
+  // The demo's workers are processes of this machine by design: no warning that SQLite is local.
+  expectLocalElection(dataSource);
   const service = new ElectionService(dataSource, { expireSeconds: config.expireSeconds });
   elector = new LeaderElector({
     dataSource,

@@ -4,7 +4,7 @@ import { ElectionService } from '../../election/service';
 import { DEFAULT_NS } from '../../election/validate';
 import { CliError } from '../errors';
 import { initHint } from '../hint';
-import { namespace } from '../options';
+import { namespace, URL_OPTION_HELP } from '../options';
 import { connect, disconnect, isMissingTable, redact, resolveUrl, withTableOptions } from '../target';
 import { historyJson, historyTable } from './render';
 
@@ -47,7 +47,7 @@ export function historyCommand(): Command {
   return withTableOptions(
     new Command('history')
       .description('list the terms of a namespace, newest first: leader, acquired, ended, why it ended (database clock)')
-      .option('-u, --url <url>', 'database URL (default: $GEMSTONE_DB_URL, else sqlite:gemstone.sqlite)')
+      .option('-u, --url <url>', URL_OPTION_HELP)
       .option('-n, --ns <namespace>', 'the namespace', namespace, DEFAULT_NS)
       .option('--json', 'print JSON: [{ ns, term, leaderId, acquiredAt, endedAt, endReason }]')
       .option('-l, --limit <n>', `at most this many terms (1 to ${MAX_HISTORY_LIMIT})`, integer(1, MAX_HISTORY_LIMIT), DEFAULT_HISTORY_LIMIT)

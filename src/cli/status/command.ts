@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { clock } from '../format';
 import { CliError, MissingTablesError } from '../errors';
 import { initHint } from '../hint';
-import { namespace } from '../options';
+import { namespace, URL_OPTION_HELP } from '../options';
 import { connect, disconnect, redact, resolveUrl, withTableOptions } from '../target';
 import { readStatus } from './query';
 import { statusJson, statusTable } from './render';
@@ -74,7 +74,7 @@ export function statusCommand(): Command {
   return withTableOptions(
     new Command('status')
       .description('show the leader of each namespace (leader, term, lease left by the database clock) and its active candidates (role, priority, eligibility, host, pid, metadata)')
-      .option('-u, --url <url>', 'database URL (default: $GEMSTONE_DB_URL, else sqlite:gemstone.sqlite)')
+      .option('-u, --url <url>', URL_OPTION_HELP)
       .option('-n, --ns <namespace>', 'only this namespace', namespace)
       .option('--json', 'print JSON: [{ ns, leaderId, term, leaseLeftMs, candidates, candidateDetails }]')
       .option('-w, --watch [seconds]', `refresh until Ctrl-C (every ${DEFAULT_WATCH_SECONDS}s unless given)`, positiveSeconds),

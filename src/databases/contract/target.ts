@@ -13,6 +13,11 @@ export interface DatabaseTarget {
   readonly types: readonly string[];
   /** How the schemes are written in a message listing the accepted URLs (`postgres://`). */
   readonly shownAs: readonly string[];
+  /**
+   * Whether the database lives on the machine of the process (an embedded file): only processes
+   * there can take part in an election on it. Default false.
+   */
+  readonly singleMachine?: boolean;
   /** DataSourceOptions for `url`, whose scheme is one of {@link DatabaseTarget.schemes}; `parameter` names it in errors. */
   optionsFromUrl(url: string, scheme: string, parameter: string): DataSourceOptions;
   /** `options` with a connect timeout (and the CLI's small pool), so an unreachable server fails fast. */

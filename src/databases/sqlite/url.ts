@@ -37,6 +37,8 @@ export const sqliteTarget: DatabaseTarget = {
   schemes: ['sqlite'],
   types: ['better-sqlite3', 'sqlite'],
   shownAs: ['sqlite:'],
+  // One file on one machine: processes elsewhere cannot open it (see db/sqlite-warning.ts).
+  singleMachine: true,
   optionsFromUrl(url, _scheme, parameter) {
     const [pathPart, query = ''] = url.slice('sqlite:'.length).split('?', 2) as [string, string?];
     const path = pathPart.startsWith('//') ? pathPart.slice(2) : pathPart;

@@ -5,7 +5,8 @@ import { EventEmitter } from 'events';
 import type { DataSource } from 'typeorm';
 import { getDataSource } from '../../db/default-data-source';
 import { outsideRuns } from '../../db/run-guard';
-import { EntitiesNotRegisteredError, ValidationError } from '../../errors';
+import { EntitiesNotRegisteredError, TablesMissingError, ValidationError } from '../../errors';
+import { warnIfLocalElection } from '../../db/sqlite-warning';
 import { checkElectorOptions, CheckedElectorOptions, Lease, LeaderElectorOptions, PRUNE_INTERVAL_MS, TICK_JITTER } from './elector-options';
 import { assertEntitiesRegistered } from '../entities-check';
 import { ElectorHealth, ElectorRole, TickHealth } from './health';
@@ -88,6 +89,8 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   #dataSource: DataSource | undefined;
   /** Messages of misconfiguration errors already reported since the last successful tick. */
   readonly #reportedMisconfigurations = new Set<string>();
+  /** The missing-tables error of start()'s first elect, which start() rejects with. */
+  #startFailure: TablesMissingError | undefined;
   /** What the latest start()/stop() asked for. */
   #want: 'run' | 'stop' = 'stop';
   /** The driver moving the state towards #want, while one runs. */
@@ -339,6 +342,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     }
     // A DataSource without the entities fails every tick the same way: refuse it up front.
     assertEntitiesRegistered(dataSource);
+    warnIfLocalElection(dataSource);
     this.#service = new ElectionService(dataSource, { expireSeconds: this.#o.expireSeconds });
     this.#dataSource = dataSource;
     this.#health.started();
@@ -363,6 +367,13 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     // stop() may have been called while LISTEN was being set up.
     if (this.#state !== 'starting') return;
     await this.#tickLoop(run);
+    const failure = this.#startFailure;
+    this.#startFailure = undefined;
+    if (failure) {
+      // Nothing was written (there are no tables): the undoing stop has no row to unregister.
+      this.#service = undefined;
+      throw failure;
+    }
     if (this.#state === 'starting') this.#state = 'running';
   }
 
@@ -584,6 +595,11 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     } catch (caught) {
       if (run.loop.ended) return;
       const error = this.#explainFailure(caught);
+      // start()'s first elect found no tables: every tick would fail alike, so start() rejects.
+      if (this.#state === 'starting' && error instanceof TablesMissingError) {
+        this.#startFailure = error;
+        return;
+      }
       const durationMs = performance.now() - sentAt;
       const failure = new LeaderElectorError('tick', this, `elect failed (retrying in about ${Math.round(this.#o.intervalMs)} ms)`, error);
       this.#health.failed(failure);

@@ -5,7 +5,9 @@ import { EventEmitter } from 'events';
 import type { DataSource } from 'typeorm';
 import { getDataSource } from '../../db/default-data-source';
 import { outsideRuns } from '../../db/run-guard';
-import { ValidationError } from '../../errors';
+import { TablesMissingError, ValidationError } from '../../errors';
+import { explainDatabaseError } from '../../db/explain-error';
+import { warnIfLocalElection } from '../../db/sqlite-warning';
 import { DemotionReason, ElectorErrorPhase, LeaderElectorError } from './errors';
 import { Lease, TICK_JITTER } from './elector-options';
 import { Leadership, LeadershipHooks, StoppedCallbacks } from './leadership';
@@ -85,6 +87,8 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
   #state: State = 'idle';
   #dataSource: DataSource | undefined;
   #store: GroupStore | undefined;
+  /** During start()'s first tick null; the missing-tables error it met, which start() rejects with. */
+  #startFailure: TablesMissingError | null | undefined;
   /** MySQL: namespaces whose leader row is known to exist (the tick skips creating them). */
   readonly #known = new Set<string>();
   readonly #leaderships = new Map<string, Leadership>();
@@ -225,8 +229,10 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
       throw new ValidationError('options.dataSource', 'is not initialized: call `await initDb(dataSource)` before `group.start()`');
     }
     assertEntitiesRegistered(dataSource);
+    warnIfLocalElection(dataSource);
     this.#dataSource = dataSource;
     this.#store = groupStoreOf(dataSource);
+    this.#startFailure = null;
     this.#state = 'running';
     this.#sendMetadata = true;
     const run: Run = {
@@ -251,7 +257,16 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
       await this.#tickLoop(run);
     })();
     run.starting = starting;
-    return starting;
+    await starting;
+    // The first tick found no tables: every tick would fail alike, so start() stops and rejects.
+    const failure = this.#startFailure;
+    this.#startFailure = undefined;
+    if (failure) {
+      // Nothing was written (there are no tables): the stop has no rows to vacate.
+      this.#store = undefined;
+      await this.stop();
+      throw failure;
+    }
   }
 
   /**
@@ -425,13 +440,19 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
         },
         { known: this.#known, beforeAttempt },
       );
-    } catch (error) {
+    } catch (caught) {
       if (run.loop.ended) return;
+      const error = explainDatabaseError(this.#dataSource!, caught);
+      if (this.#startFailure === null && error instanceof TablesMissingError) {
+        this.#startFailure = error;
+        return;
+      }
       const failure = this.#report('tick', null, `the group's tick failed (retrying in about ${Math.round(this.#o.intervalMs)} ms)`, error);
       for (const ns of [...this.#leaderships.keys()]) this.#current(ns); // demotes leases whose deadline passed
       this.#emitTick({ durationSeconds: (performance.now() - sentAt) / 1000, namespaces: namespaces.length, held: this.#leaderships.size, acquired: 0, lost: 0, members: 0, clockSkew: null, error: failure });
       return;
     }
+    this.#startFailure = undefined;
     // The answer of a tick whose run was stopped meanwhile: stop() ends every leadership and
     // vacates the leases itself.
     if (run.loop.ended) return;
