@@ -10,6 +10,7 @@ import { Asset, loadAssets } from './assets/files';
 import { send, sendError, sendJson } from './http';
 import { streamNamespace } from './live/namespace-stream';
 import { streamOverview } from './live/overview-stream';
+import { OverviewPolls } from './live/overview-polls';
 import { LiveStreams } from './live/streams';
 import { checkDashboardOptions, DashboardOptions } from './options';
 import { namespaceParam, overviewQuery, windowSeconds } from './params';
@@ -25,15 +26,28 @@ import { readTimeline, timelineStatements } from './queries/timeline';
 export interface Dashboard {
   (request: IncomingMessage, response: ServerResponse, next?: (error?: unknown) => void): void;
   /**
-   * Ends every live stream and waits for the requests in progress: when it resolves nothing the
-   * dashboard started (a watch, a poll, a LISTEN subscription, a query) is still running. Later
-   * requests get 503. Call it before destroying the DataSource.
+   * Ends every live stream and waits for the requests in progress, at most `closeTimeoutMs`
+   * (default 2000): when it resolves nothing the dashboard started (a watch, a poll, a LISTEN
+   * subscription, a query) is still running, except reads the database has not answered within
+   * that bound (one stuck behind a lock): those are abandoned, and release their connection
+   * when the database answers. Later requests get 503. Call it before destroying the DataSource.
    */
   close(): Promise<void>;
   /** `close()` was called. */
   readonly closed: boolean;
   /** Live streams open now. */
   readonly streams: number;
+}
+
+/** Resolves when `work` settles or `ms` passed, whichever comes first. */
+async function settledWithin(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([work, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** What the dashboard reads with, per DataSource. */
@@ -43,6 +57,8 @@ interface Readers {
   readonly overview: ReturnType<typeof overviewStatements>;
   readonly namespace: ReturnType<typeof namespaceStatements>;
   readonly timeline: ReturnType<typeof timelineStatements>;
+  /** One poll per overview page, shared by its streams. */
+  readonly polls: OverviewPolls;
 }
 
 const API_ROUTES = new Set(['/api/overview', '/api/overview/timeline', '/api/overview/events', '/api/namespace', '/api/namespace/timeline', '/api/namespace/events']);
@@ -89,7 +105,7 @@ function redirectToSlash(request: IncomingMessage, response: ServerResponse): bo
 export function createDashboard(options?: DashboardOptions): Dashboard {
   const o = checkDashboardOptions(options);
   const assets: ReadonlyMap<string, Asset> = loadAssets();
-  const streams = new LiveStreams(o.maxStreams);
+  const streams = new LiveStreams(o.maxStreams, o.maxStreamBufferBytes);
   const inFlight = new Set<Promise<void>>();
   const readersBySource = new WeakMap<DataSource, Readers>();
   const settings = { flapWindowSeconds: o.flapWindowSeconds, flapTerms: o.flapTerms };
@@ -108,6 +124,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
         overview: overviewStatements(context, settings),
         namespace: namespaceStatements(context, settings),
         timeline: timelineStatements(context),
+        polls: new OverviewPolls(dataSource, o.pollMs, o.onError),
       };
       readersBySource.set(dataSource, found);
     }
@@ -145,7 +162,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
           head,
           (stream, signal) =>
             query
-              ? streamOverview(stream, signal, r.dataSource, () => readOverview(r.dataSource, r.overview, query, settings), o.pollMs, o.onError)
+              ? streamOverview(stream, signal, r.polls, JSON.stringify(query), () => readOverview(r.dataSource, r.overview, query, settings))
               : streamNamespace(stream, signal, r.service, ns!, o.pollMs, o.onError),
           o.onError,
         );
@@ -185,8 +202,9 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
 
   const dashboard = ((request: IncomingMessage, response: ServerResponse, next?: (error?: unknown) => void) => {
     const work = serve(request, response, next).catch((error: unknown) => {
+      // The error stays on the server: its text (an authorize hook's, a driver's) is not the client's to read.
       o.onError(error);
-      sendError(response, 500, `the dashboard could not answer: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+      sendError(response, 500, 'the dashboard could not answer (the error is in the server log)');
     });
     inFlight.add(work);
     void work.finally(() => inFlight.delete(work));
@@ -197,8 +215,11 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
       value: () =>
         (closing ??= (async () => {
           closed = true;
-          await streams.close();
-          while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+          const ended = (async () => {
+            await streams.close();
+            while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+          })();
+          await settledWithin(ended, o.closeTimeoutMs);
         })()),
     },
     closed: { get: () => closed },

@@ -35,6 +35,21 @@ export interface DashboardOptions {
   readonly pollMs?: number;
   /** Live streams (server-sent events) open at once, all clients together; more answer 503. Default {@link DEFAULT_DASHBOARD_MAX_STREAMS} (64). */
   readonly maxStreams?: number;
+  /**
+   * Bytes of output one live stream may hold for a client that has not taken them yet (one event
+   * is always sent to a client that took everything before); a client further behind — a tab that
+   * stopped reading, a stalled connection — is dropped: it gets a last `dropped` event, its
+   * connection ends (destroyed a second later if even that is not taken) and `onError` hears of it. So all
+   * streams together hold at most `maxStreams` times this, or one page each when a page is larger.
+   * Default {@link DEFAULT_DASHBOARD_MAX_STREAM_BUFFER_BYTES} (1 MiB).
+   */
+  readonly maxStreamBufferBytes?: number;
+  /**
+   * How long `close()` waits, in ms, for the reads in progress (one stuck behind a database lock
+   * waits as long as the lock is held); it resolves then anyway, and such a read releases its
+   * connection when the database answers it. Default {@link DEFAULT_DASHBOARD_CLOSE_TIMEOUT_MS} (2000).
+   */
+  readonly closeTimeoutMs?: number;
   /** A namespace whose terms ended `flapTerms` times or more within this many seconds is shown as flapping. Default {@link DEFAULT_FLAP_WINDOW_SECONDS} (600). */
   readonly flapWindowSeconds?: number;
   /** See `flapWindowSeconds`. Default {@link DEFAULT_FLAP_TERMS} (3). */
@@ -47,6 +62,10 @@ export interface DashboardOptions {
 export const DEFAULT_DASHBOARD_CHALLENGE = 'Basic realm="gemstone-election dashboard", charset="UTF-8"';
 /** Default of {@link DashboardOptions.maxStreams}. */
 export const DEFAULT_DASHBOARD_MAX_STREAMS = 64;
+/** Default of {@link DashboardOptions.maxStreamBufferBytes}: 1 MiB. */
+export const DEFAULT_DASHBOARD_MAX_STREAM_BUFFER_BYTES = 1_048_576;
+/** Default of {@link DashboardOptions.closeTimeoutMs}. */
+export const DEFAULT_DASHBOARD_CLOSE_TIMEOUT_MS = 2_000;
 /** Default of {@link DashboardOptions.flapWindowSeconds}: ten minutes. */
 export const DEFAULT_FLAP_WINDOW_SECONDS = 600;
 /** Default of {@link DashboardOptions.flapTerms}. */
@@ -78,12 +97,14 @@ export interface CheckedDashboardOptions {
   challenge: string;
   pollMs: number;
   maxStreams: number;
+  maxStreamBufferBytes: number;
+  closeTimeoutMs: number;
   flapWindowSeconds: number;
   flapTerms: number;
   onError: (error: unknown) => void;
 }
 
-const KEYS = ['dataSource', 'basePath', 'authorize', 'challenge', 'pollMs', 'maxStreams', 'flapWindowSeconds', 'flapTerms', 'onError'] as const;
+const KEYS = ['dataSource', 'basePath', 'authorize', 'challenge', 'pollMs', 'maxStreams', 'maxStreamBufferBytes', 'closeTimeoutMs', 'flapWindowSeconds', 'flapTerms', 'onError'] as const;
 
 function wholeNumber(value: unknown, parameter: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
@@ -128,6 +149,11 @@ export function checkDashboardOptions(value: unknown): CheckedDashboardOptions {
     challenge: (o.challenge as string | undefined) ?? DEFAULT_DASHBOARD_CHALLENGE,
     pollMs,
     maxStreams: o.maxStreams === undefined ? DEFAULT_DASHBOARD_MAX_STREAMS : wholeNumber(o.maxStreams, 'options.maxStreams', 1, 10_000),
+    maxStreamBufferBytes:
+      o.maxStreamBufferBytes === undefined
+        ? DEFAULT_DASHBOARD_MAX_STREAM_BUFFER_BYTES
+        : wholeNumber(o.maxStreamBufferBytes, 'options.maxStreamBufferBytes', 1_024, 1_073_741_824),
+    closeTimeoutMs: o.closeTimeoutMs === undefined ? DEFAULT_DASHBOARD_CLOSE_TIMEOUT_MS : wholeNumber(o.closeTimeoutMs, 'options.closeTimeoutMs', 0, 600_000),
     flapWindowSeconds:
       o.flapWindowSeconds === undefined ? DEFAULT_FLAP_WINDOW_SECONDS : wholeNumber(o.flapWindowSeconds, 'options.flapWindowSeconds', 1, MAX_TIMELINE_WINDOW_SECONDS),
     flapTerms: o.flapTerms === undefined ? DEFAULT_FLAP_TERMS : wholeNumber(o.flapTerms, 'options.flapTerms', 1, 1_000_000),

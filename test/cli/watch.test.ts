@@ -77,6 +77,31 @@ describeEachDatabase(
       expect(lines[1]).toMatch(new RegExp(`^\\S+Z "${ns}" leader ${a} term 1$`));
     });
 
+    test('a reader that goes away (`watch | head -1`): the next line ends the watch, exit 0, no EPIPE', async () => {
+      const ns = freshNs();
+      const service = new ElectionService(ds);
+      const child = startCli(['watch', '--url', db.url(), '--ns', ns, '--json', '--poll-ms', '100']);
+      const done = finished(child, 60_000);
+      let stdout = '';
+      child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      await waitFor('the first line', () => stdout.includes('\n'), 20_000);
+      child.stdout!.destroy(); // as head does after its line
+      // Changes to print, until the watch found its reader gone.
+      let term = 0;
+      const elector = uuid();
+      let running = true;
+      void done.finally(() => (running = false));
+      while (running && term < 200) {
+        await service.elect(elector, { ns });
+        await service.resign(elector, { ns });
+        term++;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const result = await done;
+      expect(result.stderr).not.toMatch(/EPIPE|Error/);
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+    }, 90_000);
+
     test('bad --poll-ms and --ns are usage errors; missing tables a one-line error, exit 1', async () => {
       const bad = await runCli(['watch', '--url', db.url(), '--poll-ms', '0']);
       expect(bad.code).toBe(1);

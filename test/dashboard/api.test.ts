@@ -291,8 +291,9 @@ describeEachDatabase(
       }
     });
 
-    test('authorize decides every request before anything is read: 401 with the challenge, 403, or served', async () => {
+    test('authorize decides every request before anything is read: 401 with the challenge, 403, or served; its error stays on the server', async () => {
       const seen: string[] = [];
+      const reported: unknown[] = [];
       const dashboard = createDashboard({
         dataSource: ds,
         challenge: 'Basic realm="ops"',
@@ -301,10 +302,10 @@ describeEachDatabase(
           const header = request.headers.authorization;
           if (!header) return 'unauthenticated';
           if (header === `Basic ${Buffer.from('ops:secret').toString('base64')}`) return true;
-          if (header === 'Bearer boom') throw new Error('auth backend down');
+          if (header === 'Bearer boom') throw new Error('auth backend down at ldap://svc:hunter2@10.0.0.7');
           return false;
         },
-        onError: () => undefined,
+        onError: (error) => reported.push(error),
       });
       const served = await serveDashboard(dashboard);
       try {
@@ -316,6 +317,9 @@ describeEachDatabase(
         }
         const failing = await fetch(`${served.url}/api/overview`, { headers: { authorization: 'Bearer boom' } });
         expect(failing.status).toBe(500);
+        // What the hook threw goes to onError, not to the client (it may name a backend and its credentials).
+        expect(await failing.json()).toEqual({ error: 'the dashboard could not answer (the error is in the server log)' });
+        expect(reported.map(String)).toEqual(['Error: auth backend down at ldap://svc:hunter2@10.0.0.7']);
         const ok = await fetch(`${served.url}/api/overview`, { headers: { authorization: `Basic ${Buffer.from('ops:secret').toString('base64')}` } });
         expect(ok.status).toBe(200);
         expect(((await ok.json()) as Overview).rows.map((r) => r.ns)).toEqual(['jobs']);
@@ -328,6 +332,8 @@ describeEachDatabase(
     test('bad options are refused with ValidationError naming them', () => {
       expect(() => createDashboard({ dataSource: ds, pollMs: 0 })).toThrow(/^options\.pollMs /);
       expect(() => createDashboard({ dataSource: ds, maxStreams: 0 })).toThrow(/^options\.maxStreams /);
+      expect(() => createDashboard({ dataSource: ds, maxStreamBufferBytes: 10 })).toThrow(/^options\.maxStreamBufferBytes must be an integer from 1024 to 1073741824 \(got 10\)/);
+      expect(() => createDashboard({ dataSource: ds, closeTimeoutMs: -1 })).toThrow(/^options\.closeTimeoutMs must be an integer from 0 to 600000/);
       expect(() => createDashboard({ dataSource: ds, basePath: 'election' })).toThrow(/^options\.basePath /);
       expect(() => createDashboard({ dataSource: ds, challenge: 'a\r\nb' })).toThrow(/^options\.challenge /);
       expect(() => createDashboard({ dataSource: ds, authorize: 'yes' as never })).toThrow(/^options\.authorize /);

@@ -158,6 +158,34 @@ describeEachDatabase(
       three.close();
     });
 
+    test('overview streams of one page share one read per interval, however many browsers show it (one poll per page)', async () => {
+      const { dashboard, url } = await start();
+      await service.elect(uuid(), { ns: 'shared-a' });
+      await service.elect(uuid(), { ns: 'shared-b' });
+      const pageA = `${url}/api/overview/events?q=shared-a`;
+      const streams = [await openEvents(pageA), await openEvents(pageA), await openEvents(pageA), await openEvents(`${url}/api/overview/events?q=shared-b`)];
+      try {
+        for (const stream of streams) await stream.next((e) => e.event === 'overview');
+        // The totals statement opens each read of a page; its LIKE parameter names the page.
+        const reads = (from: number, filter: string) =>
+          recorder.statements.slice(from).filter((s) => /AS flapping/.test(s.query) && (s.parameters ?? []).includes(`%${filter}%`)).length;
+        const from = recorder.statements.length;
+        const started = performance.now();
+        await sleep(POLL_MS * 15);
+        const intervals = (performance.now() - started) / POLL_MS;
+        // A poll reads at most once per interval (and once more at the window's edge); three unshared streams read about three times as often.
+        expect(reads(from, 'shared-a')).toBeGreaterThanOrEqual(1);
+        expect(reads(from, 'shared-a')).toBeLessThanOrEqual(Math.floor(intervals) + 1);
+        expect(reads(from, 'shared-b')).toBeLessThanOrEqual(Math.floor(intervals) + 1);
+        // Every browser of the page got the same page.
+        expect(streams[1]!.events.find((e) => e.event === 'overview')!.data).toMatchObject({ total: 1, rows: [expect.objectContaining({ ns: 'shared-a' })] });
+        expect(dashboard.streams).toBe(4);
+      } finally {
+        for (const stream of streams) stream.close();
+      }
+      await waitFor('the streams to end', () => dashboard.streams === 0, 5_000);
+    });
+
     test('every statement the dashboard sent, through all of the above, was a read', () => {
       // The check itself catches a write, a locking read and SELECT … INTO.
       for (const planted of ['UPDATE t SET x = 1', 'SELECT * FROM t FOR UPDATE', 'SELECT 1 INTO @x', 'INSERT INTO t VALUES (1)']) {

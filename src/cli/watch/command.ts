@@ -6,6 +6,7 @@ import { CliError, oneLine } from '../errors';
 import { initHint } from '../hint';
 import { namespace } from '../options';
 import { connect, disconnect, isMissingTable, redact, resolveUrl, withTableOptions } from '../target';
+import { LineOutput } from './output';
 import { changeJson, changeLine } from './render';
 
 interface WatchCommandOptions {
@@ -30,6 +31,8 @@ async function streamChanges(options: WatchCommandOptions): Promise<void> {
   const dataSource = await connect(url, { createTables: false, ...names });
   const controller = new AbortController();
   const stop = () => controller.abort();
+  // A reader that went away (`watch | head -1`) ends the watch like Ctrl-C does.
+  const output = new LineOutput(process.stdout, stop, (error) => process.stderr.write(`gemstone-election: stdout: ${oneLine(error)}\n`));
   process.once('SIGINT', stop).once('SIGTERM', stop);
   try {
     const changes = new ElectionService(dataSource).watch({
@@ -44,7 +47,7 @@ async function streamChanges(options: WatchCommandOptions): Promise<void> {
         process.stderr.write(`gemstone-election: ${oneLine(error)} (retrying)\n`);
       },
     });
-    for await (const change of changes) process.stdout.write(`${options.json ? changeJson(change) : changeLine(change)}\n`);
+    for await (const change of changes) await output.write(options.json ? changeJson(change) : changeLine(change));
   } finally {
     process.off('SIGINT', stop).off('SIGTERM', stop);
     await disconnect(dataSource);

@@ -15,10 +15,13 @@ interface Running {
 export class LiveStreams {
   readonly #running = new Set<Running>();
   readonly #max: number;
+  readonly #maxBufferBytes: number;
   #closed = false;
 
-  constructor(max: number) {
+  /** `max` streams at once, each holding at most `maxBufferBytes` of output its client has not taken (see {@link EventStream}). */
+  constructor(max: number, maxBufferBytes: number) {
     this.#max = max;
+    this.#maxBufferBytes = maxBufferBytes;
   }
 
   get size(): number {
@@ -32,13 +35,18 @@ export class LiveStreams {
 
   /**
    * Opens a stream on `response` and runs `work` until `signal` aborts (client gone, dashboard
-   * closed) or it returns; then ends the response. The caller checked {@link full} first.
+   * closed, client dropped for not reading: reported to `onError`) or it returns; then ends the
+   * response. The caller checked {@link full} first.
    */
   open(response: ServerResponse, head: boolean, work: (stream: EventStream, signal: AbortSignal) => Promise<void>, onError: (error: unknown) => void): void {
     const controller = new AbortController();
     const running: Running = { controller, done: Promise.resolve() };
     this.#running.add(running);
-    const stream = new EventStream(response, () => controller.abort(), head);
+    const dropped = (queued: number) => {
+      controller.abort();
+      onError(new Error(`dashboard: dropped a live stream whose client did not read (${queued} bytes waiting, maxStreamBufferBytes ${this.#maxBufferBytes})`));
+    };
+    const stream = new EventStream(response, () => controller.abort(), head, this.#maxBufferBytes, dropped);
     running.done = (async () => {
       try {
         if (!controller.signal.aborted) await work(stream, controller.signal);

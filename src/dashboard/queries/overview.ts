@@ -4,7 +4,7 @@ import { sqlBool } from '../../databases/dialect';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
-import { count, epochMs, readWith } from './read';
+import { count, epochMs, inList, readWith } from './read';
 
 /** The orders the overview offers. `health`: vacant first, then flapping, then the soonest lease end (an overdue renewal). */
 export const OVERVIEW_SORTS = ['ns', 'term', 'lease', 'candidates', 'changes', 'health'] as const;
@@ -66,7 +66,13 @@ export interface Overview extends HealthSettings {
   rows: NamespaceSummary[];
 }
 
-/** The statements of the overview, built once per DataSource and settings. */
+/**
+ * The statements of the overview, built once per DataSource and settings. A page is read in two
+ * steps: the names of its namespaces (`order`: LIMIT/OFFSET over the names, with a leader row's
+ * columns or per-namespace counts where the order needs them), then those namespaces' rows and
+ * counts (`rows`). Counts are correlated subqueries, each an index lookup of one namespace: a
+ * join of grouped counts over every namespace is what made MariaDB's plan quadratic.
+ */
 export function overviewStatements(context: DbContext, settings: HealthSettings) {
   const d = context.dialect;
   const leaders = context.table(LEADER_TABLE);
@@ -74,12 +80,13 @@ export function overviewStatements(context: DbContext, settings: HealthSettings)
   const history = context.table(HISTORY_TABLE);
   const live = sql`(l.leader_id IS NOT NULL AND l.lease_expires_at > ${d.now})`;
   const liveRank = sql`CASE WHEN ${live} THEN 1 ELSE 0 END`;
-  const recent = raw('COALESCE(r.cnt, 0)');
+  const candidateCount = sql`(SELECT COUNT(*) FROM ${candidates} cc WHERE cc.ns = n.ns AND cc.expires_at > ${d.now})`;
+  const recent = sql`(SELECT COUNT(*) FROM ${history} h WHERE h.ns = n.ns AND h.ended_at > ${d.nowPlus(-settings.flapWindowSeconds)})`;
   // A namespace exists while it has a leader row or an active candidate.
-  const from = sql`FROM (SELECT ns FROM ${leaders} UNION SELECT ns FROM ${candidates} WHERE expires_at > ${d.now}) n
-LEFT JOIN ${leaders} l ON l.ns = n.ns
-LEFT JOIN (SELECT ns, COUNT(*) AS cnt FROM ${candidates} WHERE expires_at > ${d.now} GROUP BY ns) c ON c.ns = n.ns
-LEFT JOIN (SELECT ns, COUNT(*) AS cnt FROM ${history} WHERE ended_at > ${d.nowPlus(-settings.flapWindowSeconds)} GROUP BY ns) r ON r.ns = n.ns`;
+  const names = (only?: SqlFragment) =>
+    only === undefined
+      ? sql`(SELECT ns FROM ${leaders} UNION SELECT ns FROM ${candidates} WHERE expires_at > ${d.now})`
+      : sql`(SELECT ns FROM ${leaders} WHERE ns IN ${only} UNION SELECT ns FROM ${candidates} WHERE ns IN ${only} AND expires_at > ${d.now})`;
   const where = (filter: string) =>
     filter === '' ? raw('') : sql`
 WHERE LOWER(n.ns) LIKE ${`%${filter.toLowerCase().replace(/[!%_]/g, '!$&')}%`} ESCAPE '!'`;
@@ -95,7 +102,7 @@ WHERE LOWER(n.ns) LIKE ${`%${filter.toLowerCase().replace(/[!%_]/g, '!$&')}%`} E
       case 'lease':
         return sql`${liveRank} ${dir}, ${leaseEnd}, n.ns`;
       case 'candidates':
-        return sql`COALESCE(c.cnt, 0) ${dir}, n.ns`;
+        return sql`${candidateCount} ${dir}, n.ns`;
       case 'changes':
         return sql`${recent} ${dir}, n.ns`;
       case 'health':
@@ -104,21 +111,30 @@ WHERE LOWER(n.ns) LIKE ${`%${filter.toLowerCase().replace(/[!%_]/g, '!$&')}%`} E
   };
 
   return {
-    page(query: OverviewQuery): SqlFragment {
+    /** The names of one page's namespaces, in the page's order. */
+    order(query: OverviewQuery): SqlFragment {
+      return sql`SELECT n.ns AS ns FROM ${names()} n
+LEFT JOIN ${leaders} l ON l.ns = n.ns${where(query.filter)}
+ORDER BY ${order(query.sort, query.descending)}
+${d.limit(query.limit, query.offset)}`;
+    },
+
+    /** The rows of the namespaces `list` (an `inList`), in no particular order. */
+    rows(list: SqlFragment): SqlFragment {
       return sql`SELECT n.ns AS ns, l.leader_id AS leader_id, l.term AS term, ${liveRank} AS live,
   ${d.instant('l.lease_expires_at')} AS lease_expires_at, ${d.instant(d.now.text)} AS db_now,
   ${d.instant('lc.last_heartbeat_at')} AS leader_heartbeat_at, ${d.instant('lc.expires_at')} AS leader_expires_at, lc.metadata AS leader_metadata,
-  COALESCE(c.cnt, 0) AS candidates, ${recent} AS recent_terms
-${from}
-LEFT JOIN ${candidates} lc ON lc.ns = l.ns AND lc.candidate_id = l.leader_id${where(query.filter)}
-ORDER BY ${order(query.sort, query.descending)}
-${d.limit(query.limit, query.offset)}`;
+  ${candidateCount} AS candidates, ${recent} AS recent_terms
+FROM ${names(list)} n
+LEFT JOIN ${leaders} l ON l.ns = n.ns
+LEFT JOIN ${candidates} lc ON lc.ns = l.ns AND lc.candidate_id = l.leader_id`;
     },
 
     totals(filter: string): SqlFragment {
       return sql`SELECT COUNT(*) AS total, SUM(CASE WHEN ${live} THEN 0 ELSE 1 END) AS vacant,
   SUM(CASE WHEN ${recent} >= ${settings.flapTerms} THEN 1 ELSE 0 END) AS flapping, ${d.instant(d.now.text)} AS db_now
-${from}${where(filter)}`;
+FROM ${names()} n
+LEFT JOIN ${leaders} l ON l.ns = n.ns${where(filter)}`;
     },
   };
 }
@@ -155,7 +171,11 @@ export function toSummary(context: DbContext, row: Record<string, unknown>, sett
 export async function readOverview(dataSource: DataSource, statements: ReturnType<typeof overviewStatements>, query: OverviewQuery, settings: HealthSettings): Promise<Overview> {
   return readWith(dataSource, async (run, context) => {
     const [totals] = await run(statements.totals(query.filter));
-    const rows = await run(statements.page(query));
+    const names = (await run(statements.order(query))).map((row) => String(row.ns));
+    const byName = new Map<string, Record<string, unknown>>();
+    if (names.length > 0) for (const row of await run(statements.rows(inList(names)))) byName.set(String(row.ns), row);
+    // A namespace that went away between the two reads is left out of the page.
+    const rows = names.map((ns) => byName.get(ns)).filter((row): row is Record<string, unknown> => row !== undefined);
     return {
       dbNow: epochMs(context, totals?.db_now) ?? 0,
       total: count(totals?.total),

@@ -129,14 +129,15 @@ export async function openEvents(url: string, headers: Record<string, string> = 
 export interface Statement {
   readonly query: string;
   readonly at: number;
+  readonly parameters?: readonly unknown[];
 }
 
 /** A TypeORM logger that keeps every statement the DataSource sends (while `recording`). */
 export class StatementRecorder implements Logger {
   readonly statements: Statement[] = [];
   recording = false;
-  logQuery(query: string, _parameters?: unknown[], _runner?: QueryRunner): void {
-    if (this.recording) this.statements.push({ query, at: performance.now() });
+  logQuery(query: string, parameters?: unknown[], _runner?: QueryRunner): void {
+    if (this.recording) this.statements.push({ query, at: performance.now(), parameters });
   }
   logQueryError(): void {}
   logQuerySlow(): void {}

@@ -1,0 +1,121 @@
+/// <reference types="node" preserve="true" />
+import type { DataSource } from 'typeorm';
+import { contextOf } from '../../db/context';
+import { subscribeToLeaseChanges } from '../../election/observe/lease-changes';
+import type { Overview } from '../queries/overview';
+
+/** The shortest pause between two reads of one overview page, however many notifications arrive. */
+export const MIN_OVERVIEW_READ_GAP_MS = 100;
+
+/** What a poll tells its subscribers after each read. */
+export type PollResult = { readonly overview: Overview } | { readonly error: unknown };
+
+type Listener = (result: PollResult) => void;
+
+interface Poll {
+  readonly listeners: Set<Listener>;
+  readonly controller: AbortController;
+  last: PollResult | undefined;
+  done: Promise<void>;
+}
+
+/**
+ * The reads behind the overview streams of one DataSource: one poll per page (filter, order,
+ * offset, limit), however many streams show it. A poll reads every `pollMs`, and at once when a
+ * lease changes hands where the database announces it (PostgreSQL LISTEN/NOTIFY, one
+ * subscription per poll), and tells every subscriber; it runs while it has subscribers. A
+ * failed read goes to `onError` once, and to the subscribers.
+ */
+export class OverviewPolls {
+  readonly #polls = new Map<string, Poll>();
+  readonly #dataSource: DataSource;
+  readonly #pollMs: number;
+  readonly #onError: (error: unknown) => void;
+
+  constructor(dataSource: DataSource, pollMs: number, onError: (error: unknown) => void) {
+    this.#dataSource = dataSource;
+    this.#pollMs = pollMs;
+    this.#onError = onError;
+  }
+
+  /** Polls running now. */
+  get size(): number {
+    return this.#polls.size;
+  }
+
+  /**
+   * Subscribes `listener` to the poll of `key` (started with `read` when there is none; the
+   * latest result, if any, is passed at once) until `signal` aborts. Resolves after that, once
+   * the poll stopped if this was its last subscriber.
+   */
+  async follow(key: string, read: () => Promise<Overview>, listener: Listener, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    let poll = this.#polls.get(key);
+    if (!poll) {
+      const started: Poll = { listeners: new Set(), controller: new AbortController(), last: undefined, done: Promise.resolve() };
+      this.#polls.set(key, started);
+      started.done = this.#run(started, read).finally(() => {
+        if (this.#polls.get(key) === started) this.#polls.delete(key);
+      });
+      poll = started;
+    } else if (poll.last) {
+      listener(poll.last);
+    }
+    poll.listeners.add(listener);
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    poll.listeners.delete(listener);
+    if (poll.listeners.size === 0) {
+      // A later stream of the same page starts a poll of its own.
+      if (this.#polls.get(key) === poll) this.#polls.delete(key);
+      poll.controller.abort();
+      await poll.done;
+    }
+  }
+
+  async #run(poll: Poll, read: () => Promise<Overview>): Promise<void> {
+    const signal = poll.controller.signal;
+    let dirty = false;
+    let wake: (() => void) | undefined;
+    const poke = () => {
+      dirty = true;
+      wake?.();
+    };
+    const onError = this.#onError;
+    // Subscribed at once and closed in `finally`, also when the poll ends before LISTEN is ready.
+    const subscription = contextOf(this.#dataSource).dialect.notifications
+      ? subscribeToLeaseChanges(this.#dataSource, { ns: '', matches: () => true, onChange: poke, onResync: poke, onError, onUnavailable: onError })
+      : undefined;
+    /** Waits `ms`, or less when the poll ends or (`wakeable`) a notification arrives. */
+    const pause = (ms: number, wakeable: boolean) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          wake = undefined;
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        signal.addEventListener('abort', done, { once: true });
+        if (wakeable) wake = done;
+      });
+    try {
+      while (!signal.aborted) {
+        dirty = false;
+        let result: PollResult;
+        try {
+          result = { overview: await read() };
+        } catch (error) {
+          result = { error };
+          if (!signal.aborted) onError(error);
+        }
+        if (signal.aborted) break;
+        poll.last = result;
+        for (const listener of [...poll.listeners]) listener(result);
+        await pause(MIN_OVERVIEW_READ_GAP_MS, false);
+        if (!dirty && !signal.aborted) await pause(Math.max(0, this.#pollMs - MIN_OVERVIEW_READ_GAP_MS), true);
+      }
+    } finally {
+      await subscription?.close();
+    }
+  }
+}
