@@ -334,7 +334,7 @@ export class ScheduleRun {
     let blocked = 0;
     try {
       await runner.connect();
-      const session = this.holdWaits ? await w.sessionOf(this.world, runner) : undefined;
+      const session = this.holdWaits ? await w.sessionOf(this.world.kind, runner) : undefined;
       await runner.startTransaction();
       tHold = this.now();
       held = await w.settle(() => (holder.kind === 'assert' ? w.fenceIn(hp, runner, ns, hc, term) : w.elect(hp, ns, hc, {}, 'session', runner)));
@@ -419,9 +419,8 @@ export class ScheduleRun {
     let most = 0;
     const until = performance.now() + 10_000;
     while (most < count && ends.filter((e) => e !== undefined).length < count && performance.now() < until) {
-      most = Math.max(most, await w.blockedBy(this.world, session));
-      // MySQL/MariaDB refresh their lock tables only when no one read them for 0.1 s.
-      if (most < count) await sleep(this.world.kind === 'postgres' ? 10 : 150);
+      most = Math.max(most, await w.blockedBy(this.world.kind, this.world.observer, session));
+      if (most < count) await sleep(w.blockedPollMs(this.world.kind));
     }
     return most;
   }
