@@ -4,7 +4,9 @@
  * term, then a write, in `withTransaction`, as docs/group.md recommends) keep term 1 of every
  * namespace for many leases' worth of time, without a demotion. The fence locks the leader row
  * (PostgreSQL `FOR SHARE`, MySQL/MariaDB `FOR UPDATE` and a write, SQLite the database write
- * lock) for most of the time, so a tick that only took unlocked rows never renewed them.
+ * lock) for most of the time, so a tick that only took unlocked rows never renewed them. Some of
+ * those transactions are held open until a tick met their row (PostgreSQL, MariaDB: seen waiting
+ * for the lock in the database), so the test does not depend on the scheduler to overlap them.
  *
  * And a rival's lock held for longer than the lease on one namespace of a group never holds the
  * group's tick back: the group's other namespaces are renewed on time, every tick ends within a
