@@ -4,7 +4,7 @@
  * by the harness (so the harness is shown to find it); once it is closed the schedule must pass.
  */
 import { describeEachDatabase, type DbKind, type TestDatabase } from '../support/databases';
-import { EXPIRE_SECONDS, runSchedule } from './harness';
+import { EXPIRE_SECONDS, runSchedule, type HoldWaits } from './harness';
 import { DEFECTS, isOpen } from './known-defects';
 import type { Schedule, Step } from './schedule';
 import { openWorld, type SessionSettings, type World } from './world';
@@ -169,7 +169,8 @@ describeEachDatabase('differential regressions', (db) => {
     test(`defect ${r.defect} (${open ? 'open: the harness must report it' : 'fixed: must pass'}): ${r.title}`, async () => {
       const world = await worldFor(r.settings);
       // Strict about this regression's own defect, whatever the runs tolerate while it is open.
-      const failure = await runSchedule(world, scheduleOf(r), 'reg', { tolerateEarlyCloses: r.defect !== 8 && isOpen(8) }).then(
+      const holdWaits: HoldWaits[] = [];
+      const failure = await runSchedule(world, scheduleOf(r), 'reg', { tolerateEarlyCloses: r.defect !== 8 && isOpen(8), holdWaits }).then(
         () => undefined,
         (error: unknown) => (error instanceof Error ? error.message : String(error)),
       );
@@ -178,7 +179,12 @@ describeEachDatabase('differential regressions', (db) => {
         console.log(`defect ${r.defect} on ${db.name}, as the harness reports it:\n${failure}`);
       } else {
         expect(failure).toBeUndefined();
+        expect(holdWaits).toHaveLength(r.steps.filter((s) => s.op === 'hold').length);
       }
+      // A hold round replays its defect only if its waiter really waited for the holder's lock:
+      // the database showed it waiting while the holder held its transaction open, and it
+      // answered only after the holder committed.
+      expect(holdWaits).toEqual(holdWaits.map(({ waiters }) => ({ waiters, blocked: waiters.length, answeredAfterCommit: waiters.map(() => true) })));
     }, 120_000);
   }
 });

@@ -36,6 +36,19 @@ const QUICK_MS = 100;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * What a hold round's waiters did while the holder held its lock (recorded where asked, see
+ * `runSchedule`): how many the database showed waiting for the holder's lock before it
+ * committed, and which answered only after that commit.
+ */
+export interface HoldWaits {
+  waiters: string[];
+  /** Sessions the database showed waiting for a lock of the holder's, at most (PostgreSQL, MySQL/MariaDB). */
+  blocked: number;
+  /** Per waiter: it answered after the holder's commit. */
+  answeredAfterCommit: boolean[];
+}
+
 /** A prepared operation: names resolved, the fence's term chosen from the model. */
 interface Prepared {
   step: Step;
@@ -76,6 +89,11 @@ export class ScheduleRun {
     readonly tickBesideOwnFence = true,
     /** Lapsed terms closed before anyone takes over are tolerated (open defect 8, SQLite). */
     readonly tolerateEarlyCloses = isOpen(8),
+    /**
+     * Where given: each hold round keeps its lock until the database shows every waiter waiting
+     * for it (or each answered), HOLD_MS at least, and records what it saw here.
+     */
+    readonly holdWaits?: HoldWaits[],
   ) {
     this.model = model.emptyModel(world.expireSeconds * 1000);
   }
@@ -313,8 +331,10 @@ export class ScheduleRun {
     const starts: number[] = [];
     const ends: number[] = [];
     let results: Observed[];
+    let blocked = 0;
     try {
       await runner.connect();
+      const session = this.holdWaits ? await w.sessionOf(this.world.kind, runner) : undefined;
       await runner.startTransaction();
       tHold = this.now();
       held = await w.settle(() => (holder.kind === 'assert' ? w.fenceIn(hp, runner, ns, hc, term) : w.elect(hp, ns, hc, {}, 'session', runner)));
@@ -326,7 +346,9 @@ export class ScheduleRun {
         ends[i] = this.now();
         return result;
       });
-      await sleep(HOLD_MS);
+      const holdMs = sleep(HOLD_MS);
+      if (session !== undefined) blocked = await this.#waitersBlocked(session, waiters.length, ends);
+      await holdMs;
       await runner.commitTransaction();
       tCommit = this.now();
       results = await Promise.all(pending);
@@ -334,6 +356,7 @@ export class ScheduleRun {
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
       await runner.release();
     }
+    this.holdWaits?.push({ waiters: waiterSteps.map(stepText), blocked, answeredAfterCommit: ends.map((end) => end >= tCommit) });
     this.trace.push(
       `${label}\n       holder c${holderIndex} → ${this.show(held)}\n       ${waiterSteps.map((w, i) => `${stepText(w)} → ${this.show(results[i])}`).join('\n       ')}`,
     );
@@ -385,6 +408,21 @@ export class ScheduleRun {
       })),
     ];
     this.#linearize(ops, rows, at, `hold round (${stepText(step)})`);
+  }
+
+  /**
+   * Polls the database until it shows `count` sessions waiting for a lock of the holder's
+   * `session`, or every waiter answered (one that answered while the lock was held never waited
+   * for it), 10 s at most; returns the most it showed at once.
+   */
+  async #waitersBlocked(session: number, count: number, ends: readonly number[]): Promise<number> {
+    let most = 0;
+    const until = performance.now() + 10_000;
+    while (most < count && ends.filter((e) => e !== undefined).length < count && performance.now() < until) {
+      most = Math.max(most, await w.blockedBy(this.world.kind, this.world.observer, session));
+      if (most < count) await sleep(w.blockedPollMs(this.world.kind));
+    }
+    return most;
   }
 
   /**
@@ -575,11 +613,11 @@ export async function runSchedule(
   world: World,
   schedule: Schedule,
   tag: string,
-  options: { tickBesideOwnFence?: boolean; tolerateEarlyCloses?: boolean } = {},
+  options: { tickBesideOwnFence?: boolean; tolerateEarlyCloses?: boolean; holdWaits?: HoldWaits[] } = {},
 ): Promise<void> {
   const prefix = `${tag}${String(runCounter++).padStart(6, '0')}`;
   const names = w.namesOf(prefix, schedule.namespaces, schedule.candidates, schedule.hostile);
-  const run = new ScheduleRun(world, names, options.tickBesideOwnFence ?? true, options.tolerateEarlyCloses ?? isOpen(8));
+  const run = new ScheduleRun(world, names, options.tickBesideOwnFence ?? true, options.tolerateEarlyCloses ?? isOpen(8), options.holdWaits);
   for (let i = 0; i < schedule.steps.length; i++) {
     count(schedule.steps[i]!);
     try {

@@ -468,3 +468,31 @@ export async function holdWriteLock(world: World): Promise<{ release: () => void
   });
   return { release, released };
 }
+
+/** The database session of `runner` (PostgreSQL backend pid, MySQL/MariaDB connection id); SQLite has none. */
+export async function sessionOf(kind: DbKind, runner: QueryRunner): Promise<number | undefined> {
+  if (kind === 'sqlite') return undefined;
+  const rows = (await runner.query(kind === 'postgres' ? 'SELECT pg_backend_pid() AS id' : 'SELECT CONNECTION_ID() AS id')) as Array<{ id: unknown }>;
+  return Number(rows[0]!.id);
+}
+
+/**
+ * How many sessions wait for a lock that `session` holds, as the database reports it on
+ * `observer` (PostgreSQL `pg_blocking_pids`, MySQL/MariaDB `information_schema.innodb_lock_waits`,
+ * which they refresh only after 0.1 s without reads: poll them less often). Only direct waits: a
+ * session queued behind another waiter is counted by neither database.
+ */
+export async function blockedBy(kind: DbKind, observer: DataSource, session: number): Promise<number> {
+  const text =
+    kind === 'postgres'
+      ? 'SELECT count(*) AS n FROM pg_stat_activity WHERE CAST(? AS integer) = ANY(pg_blocking_pids(pid))'
+      : `SELECT COUNT(DISTINCT r.trx_mysql_thread_id) AS n FROM information_schema.innodb_lock_waits lw
+           JOIN information_schema.innodb_trx r ON r.trx_id = lw.requesting_trx_id
+           JOIN information_schema.innodb_trx b ON b.trx_id = lw.blocking_trx_id
+         WHERE b.trx_mysql_thread_id = ?`;
+  const rows = await query(observer, text, [session]);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** How often to poll {@link blockedBy} (MySQL/MariaDB: their lock tables are refreshed only after 0.1 s unread). */
+export const blockedPollMs = (kind: DbKind): number => (kind === 'postgres' ? 10 : 150);

@@ -4,16 +4,19 @@
  * term, then a write, in `withTransaction`, as docs/group.md recommends) keep term 1 of every
  * namespace for many leases' worth of time, without a demotion. The fence locks the leader row
  * (PostgreSQL `FOR SHARE`, MySQL/MariaDB `FOR UPDATE` and a write, SQLite the database write
- * lock) for most of the time, so a tick that only took unlocked rows never renewed them.
+ * lock) for most of the time, so a tick that only took unlocked rows never renewed them. Some of
+ * those transactions are held open until a tick met their row (PostgreSQL, MariaDB: seen waiting
+ * for the lock in the database), so the test does not depend on the scheduler to overlap them.
  *
  * And a rival's lock held for longer than the lease on one namespace of a group never holds the
  * group's tick back: the group's other namespaces are renewed on time, every tick ends within a
  * bound.
  */
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { ElectionService, type GroupTick, type LeaderElectorGroup, withTransaction } from 'gemstone-utils';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
+import { blockedBy, blockedPollMs, sessionOf } from '../differential/world';
 import { namespaces, recordingGroup, waitFor } from './helpers';
 
 // An 8 s lease (ticks every second): the property does not depend on the lease's length. A 3 s
@@ -26,8 +29,19 @@ const INTERVAL = 1000;
 const LOAD_MS = 16_000;
 /** The rival test's lease: its tick bound (0.9 of it) stays as tight as it was. */
 const RIVAL_LEASE = 5;
+/** How often the first namespace's work holds a fenced transaction across a tick (ms): a few times per load. */
+const HOLD_EVERY_MS = 2000;
 
 type HistoryRow = { ns: string; term: number | string; ended_at: unknown };
+
+/** A tick as its event reports it: started `durationSeconds` before the event (performance.now() ms). */
+type TickSpan = { start: number; end: number; held: number };
+/**
+ * A fenced transaction held open across a tick of its own group: from when its row was locked
+ * until its commit; `waited`: sessions the database showed waiting for its lock (PostgreSQL,
+ * MariaDB; SQLite: the ticks that started while it held the database's write lock).
+ */
+type Hold = { lockedAt: number; committedAt: number; waited: number };
 
 const insertLedger = (ds: DataSource) =>
   `INSERT INTO fenced_ledger (ns, term, worker) VALUES (${ds.options.type === 'postgres' ? '$1, $2, $3' : '?, ?, ?'})`;
@@ -62,15 +76,42 @@ describeEachDatabase('LeaderElectorGroup under its own fenced transactions', (db
 
         // Each tick's time, length, leases held after it and error: shown when a lease was lost.
         const ticks: string[] = [];
+        const spans: TickSpan[] = [];
         const t0 = performance.now();
-        recorded.group.on('tick', (tick: GroupTick) =>
-          ticks.push(`+${Math.round(performance.now() - t0)} ms: ${Math.round(tick.durationSeconds * 1000)} ms, held ${tick.held}${tick.error ? `, ${tick.error.message}` : ''}`),
-        );
-        return { own, ...recorded, ticks, election: new ElectionService(own), fenced: 0, refused: [] as Error[] };
+        recorded.group.on('tick', (tick: GroupTick) => {
+          const end = performance.now();
+          spans.push({ start: end - tick.durationSeconds * 1000, end, held: tick.held });
+          ticks.push(`+${Math.round(end - t0)} ms: ${Math.round(tick.durationSeconds * 1000)} ms, held ${tick.held}${tick.error ? `, ${tick.error.message}` : ''}`);
+        });
+        return { own, ...recorded, ticks, spans, holds: [] as Hold[], election: new ElectionService(own), fenced: 0, refused: [] as Error[] };
       }),
     );
     await Promise.all(workers.map((w) => w.group.start()));
     await waitFor('each group leads its namespaces', () => workers.every((w) => w.group.leases.size === 4), 15_000);
+
+    /**
+     * Keeps the fenced transaction that locked its row open until a tick of its own group met
+     * that row: PostgreSQL and MariaDB until the database shows a session waiting for this
+     * transaction's lock (the group's tick: nothing else touches the group's rows), or two ticks
+     * ended without it; SQLite (one connection, its write lock held by this transaction) until
+     * the group's next tick is due: at most 1.1 intervals after the last one ended (the group's
+     * ±10 %), and a timer due later fires after the group's, whose tick then waits for the connection.
+     */
+    const holdAcrossTick = async (w: (typeof workers)[number], session: EntityManager): Promise<number> => {
+      if (db.kind === 'sqlite') {
+        const last = w.spans.at(-1)?.end ?? performance.now();
+        await sleep(Math.max(0, last + INTERVAL * 1.1 + 50 - performance.now()));
+        return 0;
+      }
+      const id = (await sessionOf(db.kind, session.queryRunner!))!;
+      const ended = w.spans.length;
+      let waited = 0;
+      while (waited === 0 && w.spans.length < ended + 2) {
+        waited = await blockedBy(db.kind, ds, id);
+        if (waited === 0) await sleep(blockedPollMs(db.kind));
+      }
+      return waited;
+    };
 
     // Each lease's work runs on its own, as onStartedLeading would start it: fenced transactions
     // back to back, all leases at once, so the group's leader rows are locked most of the time.
@@ -78,17 +119,26 @@ describeEachDatabase('LeaderElectorGroup under its own fenced transactions', (db
     await Promise.all(
       workers.flatMap((w) =>
         w.group.namespaces.map(async (ns) => {
+          let nextHold = 0;
           while (performance.now() < until) {
             const lease = w.group.lease(ns);
             if (!lease) {
               await sleep(10);
               continue;
             }
+            // The first namespace's work holds one fenced transaction in every few across a tick.
+            const holding = ns === w.group.namespaces[0] && performance.now() >= nextHold;
             try {
+              let hold: Omit<Hold, 'committedAt'> | undefined;
               await withTransaction(w.own, async (session) => {
                 await w.election.assertLeader(lease.candidateId, { ns, term: lease.term, session });
                 await session.query(insertLedger(w.own), [ns, lease.term, lease.candidateId]);
+                if (holding) hold = { lockedAt: performance.now(), waited: await holdAcrossTick(w, session) };
               });
+              if (hold) {
+                w.holds.push({ ...hold, committedAt: performance.now() });
+                nextHold = performance.now() + HOLD_EVERY_MS;
+              }
               w.fenced++;
             } catch (error) {
               w.refused.push(error as Error);
@@ -109,6 +159,18 @@ describeEachDatabase('LeaderElectorGroup under its own fenced transactions', (db
       expect(w.refused.map((e) => e.message)).toEqual([]);
       // The load was real: many fenced transactions per lease.
       expect(w.fenced).toBeGreaterThan(100);
+      // Ticks met their own group's locked rows and waited for them: every held fence was met
+      // (PostgreSQL, MariaDB: the database showed the tick waiting for its lock; SQLite: a tick
+      // was in progress when it committed), several times.
+      const met = w.holds.map((h) => ({
+        ...h,
+        // In progress at the commit: on SQLite's one connection, waiting for it.
+        ticks: w.spans.filter((t) => t.start < h.committedAt && t.end > h.committedAt).length,
+      }));
+      expect(met.length).toBeGreaterThanOrEqual(3);
+      expect(met.filter((h) => (db.kind === 'sqlite' ? h.ticks === 0 : h.waited === 0))).toEqual([]);
+      // And kept every lease through it.
+      expect(w.spans.filter((t) => t.start > met[0]!.lockedAt && t.held !== 4)).toEqual([]);
       for (const ns of w.group.namespaces) expect(w.group.lease(ns)?.term).toBe(1);
     }
     const history = await query<HistoryRow>(
