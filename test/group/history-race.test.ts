@@ -112,6 +112,7 @@ describeEachDatabase(
       }
       await sleep(lease * 1000 + 1200);
       await runner.commitTransaction();
+      const released = events.length;
       await waitFor('the group leads again', () => names.every((ns) => g.isLeader(ns)), 10_000);
       expect(errors.filter((e) => !/has not answered|elect failed/.test(e.message))).toEqual([]);
 
@@ -121,8 +122,11 @@ describeEachDatabase(
         names,
       );
       expect(historyViolations(rows)).toEqual([]);
-      // From the wait on: the lapse this test makes.
-      expect(reelectedTerms(events.slice(from))).toEqual([]);
+      // Once the lock is released the database has let term 1 lapse: no answer after that may
+      // elect it again. (Before, a group starved past its local deadline on a loaded machine is
+      // demoted and may be elected again under the term its database still held: documented in
+      // docs/safety.md, and seen beside busy loops.)
+      expect(reelectedTerms(events.slice(from), released - from)).toEqual([]);
       for (const ns of names) {
         // The lease now held is a later one.
         expect(g.lease(ns)!.term).toBeGreaterThanOrEqual(2);
@@ -134,14 +138,17 @@ describeEachDatabase(
   { kinds: ['postgres', 'mariadb'] },
 );
 
-/** Terms a group reported 'elected' for again after its 'demoted' of that term: a lapsed term resurrected. */
-function reelectedTerms(events: readonly GroupEvent[]): string[] {
+/**
+ * Terms a group reported 'elected' for again after its 'demoted' of that term, counting the
+ * elections from the event at index `since` on: a lapsed term resurrected.
+ */
+function reelectedTerms(events: readonly GroupEvent[], since = 0): string[] {
   const ended = new Set<string>();
   const again: string[] = [];
-  for (const e of events) {
+  for (const [i, e] of events.entries()) {
     const key = `${e.ns} term ${e.term}`;
     if (e.kind === 'demoted') ended.add(key);
-    if (e.kind === 'elected' && ended.has(key)) again.push(key);
+    if (e.kind === 'elected' && ended.has(key) && i >= since) again.push(key);
   }
   return again;
 }
@@ -206,9 +213,10 @@ END $$`);
         [names],
       );
       expect(Number(lapsedTakeovers[0]!.n)).toBeGreaterThanOrEqual(1);
-      // What the group reported: never a term again after its demotion from it (from the stall on:
-      // the lapse this test makes).
-      expect(reelectedTerms(events.slice(from))).toEqual([]);
+      // What the group reported: never a term again after its demotion from it, once the stalled
+      // statement made the lapse this test makes (before it, a starved group may be elected again
+      // under a term its database still held: docs/safety.md).
+      expect(reelectedTerms(events.slice(from), mark - from)).toEqual([]);
       const rows = await query<HistoryRow & { end_reason: string | null }>(
         ds,
         'SELECT ns, term, acquired_at, ended_at, end_reason FROM gemstone_election_history WHERE ns = ANY (CAST(? AS varchar[]))',

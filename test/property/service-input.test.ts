@@ -155,7 +155,7 @@ describeEachDatabase('hostile input', (db) => {
     }
   });
 
-  test('expireSeconds: constructor option, setExpire (method and module-level) accept (0, 1 year] and reject the rest', async () => {
+  test('expireSeconds: constructor option, setExpire (method and module-level) accept [0.1 s, 1 year] and reject the rest', async () => {
     await fc.assert(
       fc.asyncProperty(expireArb, optionsArb({ expireSeconds: expireArb }), async (seconds, options) => {
         // constructor(dataSource, options)
