@@ -134,7 +134,10 @@ export function writeSnippetProject(
 
 export interface ProcessResult {
   readonly code: number;
+  /** stdout, then stderr. */
   readonly output: string;
+  readonly stdout: string;
+  readonly stderr: string;
   readonly ms: number;
 }
 
@@ -143,10 +146,12 @@ export async function runProgram(file: string, args: readonly string[], cwd: str
   const started = Date.now();
   try {
     const { stdout, stderr } = await run(file, [...args], { cwd, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 });
-    return { code: 0, output: stdout + stderr, ms: Date.now() - started };
+    return { code: 0, output: stdout + stderr, stdout, stderr, ms: Date.now() - started };
   } catch (error) {
     const failed = error as { code?: number | string; stdout?: string; stderr?: string; message: string };
-    return { code: typeof failed.code === 'number' ? failed.code : -1, output: `${failed.stdout ?? ''}${failed.stderr ?? failed.message}`, ms: Date.now() - started };
+    const stdout = failed.stdout ?? '';
+    const stderr = failed.stderr ?? failed.message;
+    return { code: typeof failed.code === 'number' ? failed.code : -1, output: `${stdout}${stderr}`, stdout, stderr, ms: Date.now() - started };
   }
 }
 

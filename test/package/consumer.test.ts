@@ -177,12 +177,22 @@ describe('the packed tarball', () => {
 
 describe('a consumer project with the tarball installed', () => {
   const expected = (resolved: string) => ({ resolved, elected: true, term: 1, electorTerm: 1, sameRegistry: true });
+  /**
+   * What an elector on SQLite tells a consumer on stderr: the process warning, once (only processes
+   * sharing the file take part), and nothing else.
+   */
+  const expectLocalElectionWarningOnly = (stderr: string) => {
+    expect(stderr.match(/\[GEMSTONE_SQLITE_LOCAL_ELECTION\] GemstoneWarning/g)).toHaveLength(1);
+    const other = stderr.split('\n').filter((line) => line.trim() !== '' && !/GEMSTONE_SQLITE_LOCAL_ELECTION|--trace-warnings/.test(line));
+    expect(other).toEqual([]);
+  };
 
   test('a CommonJS script runs an election on sqlite::memory:', async () => {
     const result = await cjs;
     expect({ code: result.code, output: result.code === 0 ? '' : result.output }).toEqual({ code: 0, output: '' });
     const installed = path.join(fs.realpathSync(consumer), 'node_modules', 'gemstone-utils', 'dist', 'src', 'index.js');
-    expect(JSON.parse(result.output)).toEqual(expected(installed));
+    expect(JSON.parse(result.stdout)).toEqual(expected(installed));
+    expectLocalElectionWarningOnly(result.stderr);
   });
 
   test("the dashboard serves its page, the page's scripts and JSON from the installed package", async () => {
@@ -195,7 +205,8 @@ describe('a consumer project with the tarball installed', () => {
     const result = await esm;
     expect({ code: result.code, output: result.code === 0 ? '' : result.output }).toEqual({ code: 0, output: '' });
     const installed = new URL(`file://${path.join(fs.realpathSync(consumer), 'node_modules', 'gemstone-utils', 'dist', 'src', 'index.js')}`).href;
-    expect(JSON.parse(result.output)).toEqual(expected(installed));
+    expect(JSON.parse(result.stdout)).toEqual(expected(installed));
+    expectLocalElectionWarningOnly(result.stderr);
   });
 
   // strict + exactOptionalPropertyTypes + skipLibCheck: false + types: ['node'], without pg or
