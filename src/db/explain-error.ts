@@ -112,16 +112,21 @@ export function assertInitialized(dataSource: DataSource): void {
 /**
  * `methods` (an object of async functions, such as a database's election programs) with every
  * call's failure explained by {@link explainDatabaseError}: the paths that bypass the session
- * helpers (`session.ts`) say the same as those that use them.
+ * helpers (`session.ts`) say the same as those that use them. Each method is wrapped once, here:
+ * a call costs one `.catch` more (these are the SQLite hot path's programs, run on every tick).
  */
 export function withExplainedFailures<T extends object>(dataSource: DataSource, methods: T): T {
-  return new Proxy(methods, {
-    get(target, key, receiver) {
-      const value: unknown = Reflect.get(target, key, receiver);
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => explained(dataSource, () => Promise.resolve(value.apply(target, args)));
-    },
-  });
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(methods)) {
+    wrapped[name] =
+      typeof value === 'function'
+        ? (...args: unknown[]) =>
+            Promise.resolve(value.apply(methods, args)).catch((error: unknown) => {
+              throw explainDatabaseError(dataSource, error);
+            })
+        : value;
+  }
+  return wrapped as T;
 }
 
 // The session helpers explain their failures by this rule (see explain-hook.ts).
