@@ -14,7 +14,7 @@ export function getDataSource(): DataSource {
 }
 
 /**
- * @internal Set by `initDb`: the latest call wins (contract §1), but never silently. Replacing a
+ * @internal Set by `initDb`: the latest call wins (docs/api.md), but never silently. Replacing a
  * different default that is still initialized — whatever creates a service or loop without a
  * `dataSource` from now on talks to the new one — emits a process warning naming both
  * (passwords redacted). Replacing a destroyed default, or the same DataSource again, says nothing.

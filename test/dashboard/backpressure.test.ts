@@ -1,6 +1,6 @@
 /**
- * The dashboard's live streams bound what they hold for a client that does not read (issue 30,
- * defect 4): four clients that stop reading an overview stream of large pages while the page keeps
+ * The dashboard's live streams bound what they hold for a client that does not read:
+ * four clients that stop reading an overview stream of large pages while the page keeps
  * changing are dropped once their queued output would pass `maxStreamBufferBytes` — told so by a
  * last `dropped` event, reported to `onError` — and the server's queued output stays within the
  * bound all along; a client that reads the same page keeps its stream.

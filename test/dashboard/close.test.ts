@@ -1,5 +1,5 @@
 /**
- * `dashboard.close()` is bounded (issue 30, defect 5): with an overview read stuck behind a lock
+ * `dashboard.close()` is bounded: with an overview read stuck behind a lock
  * held by another session (PostgreSQL `LOCK TABLE … ACCESS EXCLUSIVE`, MariaDB `LOCK TABLES …
  * WRITE`), close() resolves after `closeTimeoutMs`, while the lock is still held; the abandoned
  * read ends, and its connection is free, once the lock is released. SQLite is left out: a read

@@ -1,5 +1,5 @@
 /**
- * An overview page costs what its rows cost (issue 30, defect 6): with 10,000 namespaces — each with
+ * An overview page costs what its rows cost: with 10,000 namespaces — each with
  * a live lease, an active candidate and a recent term — a page of 25 is read in a bounded time on
  * every database, in every order (MariaDB joined grouped counts over every namespace by a block
  * nested loop: 22 s at 10,000). Prints the time per page (median of three) per order.

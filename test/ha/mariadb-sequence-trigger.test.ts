@@ -1,5 +1,5 @@
 /**
- * A MariaDB server bug an application's audit trigger can reach through the library (issue 30):
+ * A MariaDB server bug an application's audit trigger can reach through the library:
  * an AFTER INSERT/UPDATE trigger on the leader table whose INSERT takes its id from a column
  * `DEFAULT NEXTVAL(seq)`, fired by prepared (binary protocol) statements from several sessions
  * at once, kills MariaDB 10.11 with signal 11 in `Item_func_nextval::val_int`. The same trigger
