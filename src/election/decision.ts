@@ -44,6 +44,7 @@
  * A2  no live lease, or another candidate's: NotLeaderError with the live leader (or null) and the row's term.
  * A3  the caller's live lease under another term than the one given: NotLeaderError, as A2.
  */
+import type { HistoryEndReason } from '../../entities/ElectionHistory';
 
 import { DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from './validate';
 
@@ -173,7 +174,12 @@ export function decideElect(input: {
   }
 }
 
-export type VacateReason = 'resigned' | 'handed-over' | 'unregistered';
+/**
+ * Why a holder's own call gives a lease up: the `end_reason` its term is closed with (an expiry is
+ * noticed by the next taker instead). Declared here only; `group-tick.ts` and `observe/history.ts`
+ * re-export it.
+ */
+export type VacateReason = Exclude<HistoryEndReason, 'expired'>;
 
 /** What `resign`, `handOver` or `unregister` must do to the lease and answer. */
 export interface VacateVerdict {

@@ -1,4 +1,3 @@
-import type { HistoryEndReason } from '../../entities/ElectionHistory';
 
 /*
  * What a group tick takes and answers, and the two rules every database's tick applies (the lock
@@ -7,8 +6,9 @@ import type { HistoryEndReason } from '../../entities/ElectionHistory';
  * group store, which asks the folders (through `parts.ts`) for their statements.
  */
 
-/** Why a lease was given up (the `end_reason` of its term); the same type as `observe/history`'s. */
-export type VacateReason = Exclude<HistoryEndReason, 'expired'>;
+import type { VacateReason } from './decision';
+
+export type { VacateReason };
 
 /** What a tick campaigns with. `namespaces`: distinct, sorted by {@link compareNs}. */
 export interface GroupElectInput {

@@ -1,11 +1,11 @@
 import type { EntityManager } from 'typeorm';
 import { execute, executeBound } from '../../db/session';
 import { prepare, PreparedSql, raw, RawSql, slot, sql, SqlFragment } from '../../db/sql';
-import { LeaseChange, NOTIFY_CHANNEL } from '../../election/observe/listen-options';
+import type { LeaseChange } from '../../election/observe/listen-options';
 import type { ElectDecision } from '../../election/rows';
-import { LEADER_TABLE } from '../../election/schema';
 import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
 import type { ElectMembers, ElectParts, SharedStore } from '../contract/store';
+import { leaseAnnouncement } from './announce';
 
 /**
  * PostgreSQL's members of the single-namespace election (see `election/store.ts` for the shared
@@ -17,10 +17,7 @@ export const postgresElect: ElectParts = { create: createPostgresElect };
 function createPostgresElect(shared: SharedStore): ElectMembers {
   const { context, candidates, leaders, history, fieldColumns, bool } = shared;
   const d = context.dialect;
-  // Identifies the leader table in announcements: an unqualified name lives in current_schema().
-  const leaderSchema = context.schemaName(LEADER_TABLE);
-  const announcedSchema = leaderSchema === undefined ? raw('current_schema()') : sql`CAST(${leaderSchema} AS text)`;
-  const announcedTable = sql`CAST(${context.tableName(LEADER_TABLE)} AS text)`;
+  const announcement = leaseAnnouncement(context);
 
   /**
    * The text of {@link electInOneStatement}, rendered once per combination of the
@@ -98,8 +95,7 @@ function createPostgresElect(shared: SharedStore): ElectMembers {
   SELECT lease.ns, lease.term, lease.leader_id, lease.granted_at, NULL, NULL FROM lease WHERE NOT lease.renewed
   ON CONFLICT (ns, term) DO UPDATE SET leader_id = EXCLUDED.leader_id, acquired_at = EXCLUDED.acquired_at, ended_at = NULL, end_reason = NULL
 ), announced AS (
-  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
-    'ns', lease.ns, 'leaderId', lease.leader_id, 'term', lease.term)::text)
+  SELECT ${announcement(raw('lease.ns'), raw('lease.leader_id'), raw('lease.term'))}
   FROM lease WHERE NOT lease.renewed
 )
 SELECT false AS stale, f.leader_id, f.term, true AS live, false AS hand_over, (SELECT NOT inserted FROM touch) AS registered,
@@ -247,8 +243,7 @@ SELECT COUNT(*) AS n FROM renewed`,
       await execute(
         context,
         m,
-        sql`SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
-  'ns', CAST(${change.ns} AS text), 'leaderId', CAST(${change.leaderId} AS text), 'term', CAST(${change.term} AS bigint))::text)`,
+        sql`SELECT ${announcement(sql`CAST(${change.ns} AS text)`, sql`CAST(${change.leaderId} AS text)`, sql`CAST(${change.term} AS bigint)`)}`,
       );
     },
   };

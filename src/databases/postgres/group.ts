@@ -4,7 +4,7 @@ import { execute, inOneStatement, inTransaction } from '../../db/session';
 import { raw, sql } from '../../db/sql';
 import { compareNs, GroupElectInput, GroupElectOutcome, GroupNsOutcome, VacateReason } from '../../election/group-tick';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
-import { NOTIFY_CHANNEL } from '../../election/store';
+import { leaseAnnouncement } from './announce';
 import type { GroupParts, GroupStatements } from '../contract/group';
 import { postgresSession } from './connection';
 
@@ -30,9 +30,7 @@ function postgresGroupStatements(context: DbContext): GroupStatements {
   const candidates = context.table(CANDIDATE_TABLE);
   const leaders = context.table(LEADER_TABLE);
   const history = context.table(HISTORY_TABLE);
-  const leaderSchema = context.schemaName(LEADER_TABLE);
-  const announcedSchema = leaderSchema === undefined ? raw('current_schema()') : sql`CAST(${leaderSchema} AS text)`;
-  const announcedTable = sql`CAST(${context.tableName(LEADER_TABLE)} AS text)`;
+  const announcement = leaseAnnouncement(context);
   const dataSource = context.dataSource;
 
   const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON.parse(value) : value);
@@ -82,8 +80,7 @@ function postgresGroupStatements(context: DbContext): GroupStatements {
   SELECT l.ns FROM ${leaders} l WHERE l.ns = ANY (CAST(${release.map(([ns]) => ns)} AS varchar[])) AND l.leader_id = ${me}
     AND (SELECT m FROM released_set) -> CAST(l.ns AS text) IS NULL
 ), vacated_announced AS (
-  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
-    'ns', v.ns, 'leaderId', NULL, 'term', v.term)::text) FROM vacated v
+  SELECT ${announcement(raw('v.ns'), raw('NULL'), raw('v.term'))} FROM vacated v
 ), input AS (
   SELECT DISTINCT x AS ns FROM unnest(${nss}) AS x
 ), snap AS (
@@ -218,8 +215,7 @@ function postgresGroupStatements(context: DbContext): GroupStatements {
   SELECT a.ns, a.term, ${me}, a.granted_at, NULL, NULL FROM acquired a
   ON CONFLICT (ns, term) DO UPDATE SET leader_id = EXCLUDED.leader_id, acquired_at = EXCLUDED.acquired_at, ended_at = NULL, end_reason = NULL
 ), announced AS (
-  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
-    'ns', a.ns, 'leaderId', ${me}, 'term', a.term)::text) FROM acquired a
+  SELECT ${announcement(raw('a.ns'), sql`${me}`, raw('a.term'))} FROM acquired a
 ), written AS MATERIALIZED (
   -- lease's rows as one jsonb object ns -> [term, renewing], looked up by key in result instead of
   -- joining decided to lease (see released_set).
@@ -306,8 +302,7 @@ SELECT (SELECT json_agg(json_build_object('n', ns, 'l', leader_id, 't', term, 'a
   DELETE FROM ${candidates} WHERE CAST(${unregister} AS boolean) AND ns = ANY (${nss}) AND candidate_id = ${id}
     AND (SELECT count(*) FROM locked) >= 0
 ), announced AS (
-  SELECT pg_notify(CAST(${NOTIFY_CHANNEL} AS text), json_build_object('schema', ${announcedSchema}, 'table', ${announcedTable},
-    'ns', v.ns, 'leaderId', NULL, 'term', v.term)::text) FROM vacated v
+  SELECT ${announcement(raw('v.ns'), raw('NULL'), raw('v.term'))} FROM vacated v
 )
 SELECT (SELECT json_agg(ns) FROM vacated WHERE live) AS vacated, (SELECT count(*) FROM announced) AS announced`,
     );

@@ -6,11 +6,11 @@ import { ValidationError, shown } from '../../errors';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../schema';
 import { checkNs, checkOptions, parseMetadata } from '../validate';
 import type { HistoryEndReason } from '../../../entities/ElectionHistory';
+import type { VacateReason } from '../decision';
 
 export type { HistoryEndReason };
 
-/** The reasons a holder's own call ends its term with (an expiry is noticed by the next taker). */
-export type VacateReason = Exclude<HistoryEndReason, 'expired'>;
+export type { VacateReason };
 
 /** One term of a namespace, as `getHistory` returns it. */
 export interface HistoryEntry {
