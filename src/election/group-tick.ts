@@ -75,11 +75,16 @@ export function compareNs(a: string, b: string): number {
 }
 
 /**
- * How many of `n` namespaces `me` should lead among `members`: ⌊n/k⌋, plus one for the first
- * `n mod k` members in id order; 0 when `me` is not a member.
+ * THE fair-share rule: how many of `n` namespaces `me` should lead among `members` (the live
+ * eligible candidates of the top priority): ⌊n/k⌋, plus one for the first `n mod k` members in id
+ * order; 0 when `me` is not a member. Id order is byte order ({@link compareNs}), as the SQL copies
+ * compare (PostgreSQL `COLLATE "C"`, SQLite's BINARY collation): `Array#sort` would order by UTF-16
+ * code units, which differs above U+FFFF. MySQL/MariaDB call this function; PostgreSQL's group
+ * tick (`quota` in `databases/postgres/group.ts`) and SQLite's (`limit` in
+ * `databases/sqlite/group.ts`) compute it in SQL and cite it.
  */
 export function fairShare(n: number, members: readonly string[], me: string): number {
-  const sorted = [...members].sort();
+  const sorted = [...members].sort(compareNs);
   const rank = sorted.indexOf(me);
   if (rank < 0) return 0;
   const k = sorted.length;

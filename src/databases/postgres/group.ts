@@ -138,6 +138,7 @@ function postgresGroupStatements(context: DbContext): GroupStatements {
   SELECT candidate_id FROM others WHERE priority = (SELECT priority FROM top)
   UNION ALL SELECT ${me} WHERE ${eligible} AND ${priority} = (SELECT priority FROM top)
 ), quota AS (
+  -- fairShare (election/group-tick.ts) of the top-priority members, less what the caller holds.
   SELECT CASE WHEN NOT CAST(${input.balance} AS boolean) THEN NULL
     WHEN NOT EXISTS (SELECT 1 FROM members WHERE candidate_id = ${me}) THEN 0
     ELSE GREATEST(0, m.n / m.k + CASE WHEN m.rank < m.n % m.k THEN 1 ELSE 0 END

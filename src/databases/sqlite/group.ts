@@ -67,6 +67,7 @@ function sqliteGroupStatements(context: DbContext): GroupStatements {
   UNION ALL SELECT ${me} WHERE ${eligible} = 1 AND ${input.priority} = (SELECT p FROM top)
 )`;
     const n = sql`CAST(${input.namespaces.length} AS INTEGER)`;
+    // fairShare (election/group-tick.ts) of the top-priority members, less what the caller holds.
     const limit = input.balance
       ? sql`(${members} SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM members WHERE candidate_id = ${me}) THEN 0
   ELSE MAX(0, ${n} / k + CASE WHEN rank < ${n} % k THEN 1 ELSE 0 END
