@@ -1,19 +1,21 @@
 import type { SessionParts } from '../contract/session';
 import { contextOf } from '../../db/context';
 import { backoff, executeRendered, sleep } from '../../db/session';
-import { inTransactionScope, outsideTransactions, ownSqliteTransaction } from './atomic';
+import { ownSqliteTransaction } from './own-transaction';
+import { inTransactionScope } from './transaction-scope';
+import { outsideTransactions } from './waiters';
 
 /**
  * How the library's statements and transactions reach SQLite: every QueryRunner of a TypeORM
  * SQLite DataSource shares ONE connection, so a transaction there is the connection's (see
- * `atomic.ts`), and the library opens its own only once no other is open.
+ * `driver.ts`), and the library opens its own only once no other is open.
  */
 export const sqliteSession: SessionParts = {
   sharesOneConnection: true,
   /** SQLite transactions are serializable by construction and are started without a level. */
   isolationLevel: undefined,
   executeRaw: executeRendered,
-  /** No named statements: better-sqlite3's statements are cached by text (see `atomic.ts`). */
+  /** No named statements: better-sqlite3's statements are cached by text (see `statement-cache.ts`). */
   sendNamed: async () => undefined,
   /** SQLite has no weaker isolation a session could default to. */
   outsideIsReadCommitted: async () => true,

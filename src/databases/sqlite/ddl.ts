@@ -1,6 +1,6 @@
 import { createEachTable } from '../../db/plugin-steps';
 import type { DdlParts } from '../contract/ddl';
-import { outsideTransactions } from './atomic';
+import { outsideTransactions } from './waiters';
 
 /** SQLite: one shared connection per DataSource, transactional DDL, one writer at a time. */
 export const sqliteDdl: DdlParts = {

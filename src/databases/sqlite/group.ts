@@ -3,10 +3,12 @@ import { raw, sql, SqlFragment } from '../../db/sql';
 import type { GroupElectInput, GroupElectOutcome, GroupNsOutcome, VacateReason } from '../../election/group-tick';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
 import type { GroupParts, GroupStatements } from '../contract/group';
-import { isBetterSqlite, runProgram, runSyncStep } from './atomic';
+import { isBetterSqlite } from './driver';
+import { runProgram } from './run-program';
+import { runSyncStep } from './sync-step';
 
 /**
- * The group tick on SQLite: one program (see `atomic.ts`) that commits whole or changes nothing,
+ * The group tick on SQLite: one program (see `run-program.ts`) that commits whole or changes nothing,
  * its later statements skipped by `changes()` rather than by JavaScript between them. SQLite has
  * no row locks: the program waits for the database's write lock (its `waitMs`), so
  * `lockWaitMs` does not apply and a tick is never rerun; the leases given up are vacated by a

@@ -1,7 +1,10 @@
 import type { DataSource } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { sqlBool } from '../dialect';
-import { compile, CompiledStatement, isBetterSqlite, runProgram, runSyncStep, Slot, SyncStep } from './atomic';
+import { compile, CompiledStatement, Slot } from './compile';
+import { isBetterSqlite } from './driver';
+import { runProgram } from './run-program';
+import { runSyncStep, SyncStep } from './sync-step';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { createHistoryStatements } from '../../election/observe/history';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
@@ -13,7 +16,7 @@ import type { SharedStore } from '../contract/store';
 
 /**
  * The election's calls without `session` on SQLite, each ONE program run by `runProgram` (see
- * `db/sqlite-atomic.ts`) as one transaction that commits whole or changes nothing. On the sqlite3
+ * `run-program.ts`) as one transaction that commits whole or changes nothing. On the sqlite3
  * driver it runs as one `exec`, so every decision is made by the SQL (conditional UPDATEs), and the
  * rows read back tell the caller what happened. Same protocol as the general path in `service.ts`.
  */

@@ -2,7 +2,7 @@ import { contextOf } from '../../db/context';
 import { execute, runnerOf } from '../../db/session';
 import { sql } from '../../db/sql';
 import type { PruneParts } from '../contract/prune';
-import { runProgram } from './atomic';
+import { runProgram } from './run-program';
 
 /** SQLite: pruning (see `election/prune.ts`). */
 export const sqlitePrune: PruneParts = {

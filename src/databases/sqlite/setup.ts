@@ -4,7 +4,8 @@ import { execute } from '../../db/session';
 import { sql } from '../../db/sql';
 import { DEFAULT_SQLITE_BUSY_TIMEOUT_MS } from '../../db/defaults';
 import type { SetupParts } from '../contract/setup';
-import { outsideTransactions, registerSqliteConnection } from './atomic';
+import { registerSqliteConnection } from './busy';
+import { outsideTransactions } from './waiters';
 import { sqliteDialect } from './dialect';
 
 /** better-sqlite3 (TypeORM 1.x and 0.3) and sqlite3 (TypeORM 0.3 only). */
