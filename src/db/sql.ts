@@ -43,6 +43,12 @@ export class Slot {
   constructor(readonly key: string) {}
 }
 
+/**
+ * A value bound as a parameter: given now, or left open as a {@link Slot} and bound per call. The
+ * statement builders that serve both a one-off statement and one rendered once take these.
+ */
+export type Bound<T> = T | Slot;
+
 /** A {@link Slot} for the per-call value `key`. */
 export function slot(key: string): Slot {
   return new Slot(key);

@@ -4,12 +4,12 @@ import { sqlBool } from '../databases/dialect';
 import { partsOf } from '../databases/parts';
 import type { SharedStore } from '../databases/contract/store';
 import { execute } from '../db/session';
-import { raw, RawSql, sql, SqlFragment } from '../db/sql';
+import { Bound, raw, RawSql, sql, SqlFragment } from '../db/sql';
 import { judgeElect } from './decision';
 import type { LeaseChange } from './observe/listen-options';
 import type { CandidateRow, LeaderRow, ObservedLeader, Standing } from './rows';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
-import { CandidateFields, parseMetadata } from './validate';
+import { BoundCandidateFields, CandidateFields, parseMetadata } from './validate';
 
 export type { CandidateRow, ElectDecision, LeaderRow, ObservedLeader, Standing } from './rows';
 export { NOTIFY_CHANNEL } from './observe/listen-options';
@@ -117,7 +117,7 @@ LEFT JOIN ${history} h ON h.ns = l.ns AND h.term = l.term`;
   };
 
   /** The columns and values of the candidate options a call gave (omitted ones keep what is stored). */
-  function fieldColumns(fields: CandidateFields): { names: string[]; values: unknown[] } {
+  function fieldColumns(fields: BoundCandidateFields): { names: string[]; values: unknown[] } {
     const names: string[] = [];
     const values: unknown[] = [];
     if (fields.metadataJson !== undefined) names.push('metadata'), values.push(fields.metadataJson);
@@ -127,7 +127,7 @@ LEFT JOIN ${history} h ON h.ns = l.ns AND h.term = l.term`;
   }
 
   /** `, col1, col2` and `, $a, $b` for the INSERT of a candidate row, or nothing. */
-  function fieldInsert(fields: CandidateFields): { columns: RawSql; values: SqlFragment } {
+  function fieldInsert(fields: BoundCandidateFields): { columns: RawSql; values: SqlFragment } {
     const { names, values } = fieldColumns(fields);
     let list = sql``;
     for (const value of values) list = sql`${list}, ${value}`;
@@ -135,7 +135,7 @@ LEFT JOIN ${history} h ON h.ns = l.ns AND h.term = l.term`;
   }
 
   /** The candidate upsert: heartbeat columns always, the given options too. */
-  function candidateUpsert(ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields): SqlFragment {
+  function candidateUpsert(ns: Bound<string>, candidateId: Bound<string>, expireSeconds: number, fields: BoundCandidateFields): SqlFragment {
     const { columns, values } = fieldInsert(fields);
     const updated = ['last_heartbeat_at', 'expires_at', ...fieldColumns(fields).names];
     return sql`INSERT INTO ${candidates} (ns, candidate_id, last_heartbeat_at, expires_at${columns})

@@ -1,5 +1,6 @@
 import { ValidationError } from '../errors';
 import type { Session } from '../db/session-type';
+import type { Bound } from '../db/sql';
 
 /** Namespace used when `options.ns` is omitted. */
 export const DEFAULT_NS = 'default';
@@ -146,6 +147,16 @@ export interface CandidateOptions {
 export interface CandidateFields {
   metadataJson?: string;
   priority?: number;
+  eligible?: boolean;
+}
+
+/**
+ * {@link CandidateFields} as a statement builder takes them: the values bound as parameters may be
+ * slots of a statement rendered once (eligibility is rendered as its value, so it is given).
+ */
+export interface BoundCandidateFields {
+  metadataJson?: Bound<string>;
+  priority?: Bound<number>;
   eligible?: boolean;
 }
 

@@ -1,9 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
-import type { RawSql, SqlFragment } from '../../db/sql';
+import type { Bound, RawSql, SqlFragment } from '../../db/sql';
 import type { LeaseChange } from '../../election/observe/listen-options';
 import type { CandidateRow, ElectDecision, LeaderRow } from '../../election/rows';
-import type { CandidateFields } from '../../election/validate';
+import type { BoundCandidateFields, CandidateFields } from '../../election/validate';
 
 /*
  * The contract of the single-namespace election (`election/store.ts`) with each database: the
@@ -27,9 +27,9 @@ export interface SharedStore {
   /** A leader row as {@link SharedStore.selectLeader} selected it. */
   toRow(raw: Record<string, unknown>): LeaderRow;
   /** The columns and values of the candidate options a call gave (omitted ones keep what is stored). */
-  fieldColumns(fields: CandidateFields): { names: string[]; values: unknown[] };
+  fieldColumns(fields: BoundCandidateFields): { names: string[]; values: unknown[] };
   /** The candidate upsert: heartbeat columns always, the given options too. */
-  candidateUpsert(ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields): SqlFragment;
+  candidateUpsert(ns: Bound<string>, candidateId: Bound<string>, expireSeconds: number, fields: BoundCandidateFields): SqlFragment;
   /** The active candidates of `ns` with everything they said about themselves. */
   candidateRowsStatement(ns: string): SqlFragment;
   /** Reads what {@link SharedStore.candidateRowsStatement} selected, sorted by id. */

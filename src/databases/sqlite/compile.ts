@@ -1,9 +1,7 @@
-import { render, SqlFragment } from '../../db/sql';
+import { render, Slot, SqlFragment } from '../../db/sql';
 
-/** A named input of a {@link compile}d statement: bound as a parameter at each run. */
-export class Slot {
-  constructor(readonly name: string) {}
-}
+/** A named input of a {@link compile}d statement (`slot(name)` of `db/sql`): bound as a parameter at each run. */
+export { Slot };
 
 /**
  * A statement rendered once: its text, and its parameter values in order — constants, or

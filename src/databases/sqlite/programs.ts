@@ -1,11 +1,11 @@
 import type { DataSource } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { sqlBool } from '../dialect';
-import { compile, CompiledStatement, Slot } from './compile';
+import { compile, CompiledStatement } from './compile';
 import { isBetterSqlite } from './driver';
 import { runProgram } from './run-program';
 import { runSyncStep, SyncStep } from './sync-step';
-import { raw, sql, SqlFragment } from '../../db/sql';
+import { Bound, raw, slot, sql, SqlFragment } from '../../db/sql';
 import { createHistoryStatements } from '../../election/observe/history';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
 import { decide } from '../../election/store';
@@ -46,10 +46,10 @@ FROM ${leaders} l WHERE l.ns = `;
   const read = (statement: SqlFragment) => runProgram(dataSource, [statement], { transaction: false, waitMs: waitMs() }).then((r) => r[0] ?? []);
 
   /** The caller's own candidate row, read inside the program. */
-  const mine = (ns: string, id: string, column: 'priority' | 'eligible') =>
+  const mine = (ns: Bound<string>, id: Bound<string>, column: 'priority' | 'eligible') =>
     sql`(SELECT c.${raw(column)} FROM ${candidates} c WHERE c.ns = ${ns} AND c.candidate_id = ${id})`;
   /** The highest priority of the other live eligible candidates (NULL when there is none). */
-  const rivalPriority = (ns: string, id: string) =>
+  const rivalPriority = (ns: Bound<string>, id: Bound<string>) =>
     sql`(SELECT MAX(c.priority) FROM ${candidates} c WHERE c.ns = ${ns} AND c.candidate_id <> ${id} AND c.eligible AND c.expires_at > ${d.now})`;
 
   // A lease is over (it may be taken) when vacant, or expired AND its term's history row is no
@@ -71,11 +71,11 @@ FROM ${leaders} l WHERE l.ns = `;
   }
 
   // better-sqlite3: the statements of every elect, rendered once (see `compile`); the inputs
-  // that change from call to call are slots. Typed as the values they stand for.
-  const NS = new Slot('ns') as unknown as string;
-  const ID = new Slot('id') as unknown as string;
-  const METADATA = new Slot('metadata') as unknown as string;
-  const PRIORITY = new Slot('priority') as unknown as number;
+  // that change from call to call are slots.
+  const NS = slot('ns');
+  const ID = slot('id');
+  const METADATA = slot('metadata');
+  const PRIORITY = slot('priority');
   const compiled = new Map<string, CompiledStatement>();
   const compiledAs = (key: string, build: () => SqlFragment): CompiledStatement => {
     let statement = compiled.get(key);

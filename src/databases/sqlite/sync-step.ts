@@ -71,7 +71,7 @@ function runSynchronously<T>(db: BetterSqliteDatabase, work: (step: SyncStep) =>
     }
   };
   const runCompiled = (statement: CompiledStatement, input: Readonly<Record<string, unknown>>): Rows => {
-    const values = statement.values.map((value) => (value instanceof Slot ? input[value.name] : value));
+    const values = statement.values.map((value) => (value instanceof Slot ? input[value.key] : value));
     log.sent(statement.text, values);
     try {
       let prepared = statement.prepared.get(db) as BetterSqliteStatement | undefined;
