@@ -9,6 +9,7 @@ import { ElectionService } from '../election/service';
 import { Asset, loadAssets } from './assets/files';
 import { send, sendError, sendJson } from './http';
 import { streamNamespace } from './live/namespace-stream';
+import { NamespaceWatches } from './live/namespace-watches';
 import { streamOverview } from './live/overview-stream';
 import { OverviewPolls } from './live/overview-polls';
 import { LiveStreams } from './live/streams';
@@ -53,12 +54,13 @@ async function settledWithin(work: Promise<void>, ms: number): Promise<void> {
 /** What the dashboard reads with, per DataSource. */
 interface Readers {
   readonly dataSource: DataSource;
-  readonly service: ElectionService;
   readonly overview: ReturnType<typeof overviewStatements>;
   readonly namespace: ReturnType<typeof namespaceStatements>;
   readonly timeline: ReturnType<typeof timelineStatements>;
   /** One poll per overview page, shared by its streams. */
   readonly polls: OverviewPolls;
+  /** One watch per namespace, shared by its streams. */
+  readonly watches: NamespaceWatches;
 }
 
 const API_ROUTES = new Set(['/api/overview', '/api/overview/timeline', '/api/overview/events', '/api/namespace', '/api/namespace/timeline', '/api/namespace/events']);
@@ -120,11 +122,11 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
       const context = contextOf(dataSource);
       found = {
         dataSource,
-        service: new ElectionService(dataSource),
         overview: overviewStatements(context, settings),
         namespace: namespaceStatements(context, settings),
         timeline: timelineStatements(context),
         polls: new OverviewPolls(dataSource, o.pollMs, o.onError),
+        watches: new NamespaceWatches(new ElectionService(dataSource), o.pollMs, o.onError),
       };
       readersBySource.set(dataSource, found);
     }
@@ -163,7 +165,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
           (stream, signal) =>
             query
               ? streamOverview(stream, signal, r.polls, JSON.stringify(query), () => readOverview(r.dataSource, r.overview, query, settings))
-              : streamNamespace(stream, signal, r.service, ns!, o.pollMs, o.onError),
+              : streamNamespace(stream, signal, r.watches, ns!),
           o.onError,
         );
       }
