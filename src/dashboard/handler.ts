@@ -16,7 +16,7 @@ import { LiveStreams } from './live/streams';
 import { checkDashboardOptions, DashboardOptions } from './options';
 import { namespaceParam, overviewQuery, windowSeconds } from './params';
 import { namespaceStatements, readNamespace } from './queries/namespace';
-import { overviewStatements, readOverview } from './queries/overview';
+import { overviewSnapshots, overviewStatements, readOverview, type OverviewSnapshots } from './queries/overview';
 import { readTimeline, timelineStatements } from './queries/timeline';
 
 /**
@@ -55,6 +55,8 @@ async function settledWithin(work: Promise<void>, ms: number): Promise<void> {
 interface Readers {
   readonly dataSource: DataSource;
   readonly overview: ReturnType<typeof overviewStatements>;
+  /** The overview's totals and orders, each read once per interval for every page, request and stream. */
+  readonly snapshots: OverviewSnapshots;
   readonly namespace: ReturnType<typeof namespaceStatements>;
   readonly timeline: ReturnType<typeof timelineStatements>;
   /** One poll per overview page, shared by its streams. */
@@ -123,6 +125,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
       found = {
         dataSource,
         overview: overviewStatements(context, settings),
+        snapshots: overviewSnapshots(o.pollMs),
         namespace: namespaceStatements(context, settings),
         timeline: timelineStatements(context),
         polls: new OverviewPolls(dataSource, o.pollMs, o.onError),
@@ -137,11 +140,11 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
     const r = readers();
     switch (path) {
       case '/api/overview':
-        return sendJson(response, 200, await readOverview(r.dataSource, r.overview, overviewQuery(params), settings), head);
+        return sendJson(response, 200, await readOverview(r.dataSource, r.overview, r.snapshots, overviewQuery(params), settings), head);
       case '/api/overview/timeline': {
         const query = overviewQuery(params);
         const window = windowSeconds(params);
-        const page = await readOverview(r.dataSource, r.overview, query, settings);
+        const page = await readOverview(r.dataSource, r.overview, r.snapshots, query, settings);
         const namespaces = page.rows.map((row) => row.ns);
         return sendJson(response, 200, { namespaces, ...(await readTimeline(r.dataSource, r.timeline, namespaces, window)) }, head);
       }
@@ -164,7 +167,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
           head,
           (stream, signal) =>
             query
-              ? streamOverview(stream, signal, r.polls, JSON.stringify(query), () => readOverview(r.dataSource, r.overview, query, settings))
+              ? streamOverview(stream, signal, r.polls, JSON.stringify(query), () => readOverview(r.dataSource, r.overview, r.snapshots, query, settings))
               : streamNamespace(stream, signal, r.watches, ns!),
           o.onError,
         );
