@@ -89,6 +89,11 @@ export const MAX_TIMELINE_TERMS = 1_000;
 export const MAX_GROUP_TIMELINE_TERMS = 5_000;
 /** The most candidates a namespace's page lists. */
 export const MAX_CANDIDATES_SHOWN = 500;
+/**
+ * The most overview snapshots (the totals and order of one filter and order, read once per
+ * `pollMs` for every page) a dashboard keeps per DataSource; past it the oldest is dropped.
+ */
+export const MAX_OVERVIEW_SNAPSHOTS = 64;
 
 export interface CheckedDashboardOptions {
   dataSource: DataSource | undefined;

@@ -4,11 +4,11 @@
  * read of its leader row per interval, not five, and each gets what a `watch()` of its own yields —
  * a late one the current state first, every one another holder under the same term; five
  * overview streams of different pages of one order, and concurrent requests of such pages, read
- * every namespace once per interval, not once per page.
+ * every namespace once per interval, not once per page; and the snapshots kept are bounded.
  */
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import { ElectionService, type LeaderChange } from 'gemstone-utils';
-import { createDashboard, type Dashboard } from 'gemstone-utils/dashboard';
+import { createDashboard, MAX_OVERVIEW_SNAPSHOTS, type Dashboard } from 'gemstone-utils/dashboard';
 import { waitFor } from '../elector/helpers';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
 import { EventReader, getJson, openEvents, serveDashboard, Served, Statement, StatementRecorder } from './support/http';
@@ -46,8 +46,8 @@ describeEachDatabase(
     const dashboards: Dashboard[] = [];
     const servers: Served[] = [];
 
-    async function start(): Promise<{ dashboard: Dashboard; url: string }> {
-      const dashboard = createDashboard({ dataSource: reader, pollMs: POLL_MS, onError: (error) => errors.push(error) });
+    async function start(pollMs = POLL_MS): Promise<{ dashboard: Dashboard; url: string }> {
+      const dashboard = createDashboard({ dataSource: reader, pollMs, onError: (error) => errors.push(error) });
       const served = await serveDashboard(dashboard);
       dashboards.push(dashboard);
       servers.push(served);
@@ -179,6 +179,17 @@ describeEachDatabase(
       expect(sent.statements.filter(fullReadOf('requests-'))).toHaveLength(1);
       expect(pages.map((page) => page.total)).toEqual(Array(BROWSERS).fill(10));
       expect(new Set(pages.flatMap((page) => page.rows.map((row) => row.ns))).size).toBe(10);
+    });
+
+    test(`at most ${MAX_OVERVIEW_SNAPSHOTS} snapshots are kept: past that the oldest is read again, the newest is not`, async () => {
+      // An interval far longer than the test: only the bound drops a snapshot.
+      const { url } = await start(600_000);
+      const filter = (i: number) => `bound-${String(i).padStart(3, '0')}`;
+      const fullReads = async (i: number) => (await counted(() => getJson(`${url}/api/overview?q=${filter(i)}`))).statements.filter(fullReadOf(filter(i))).length;
+      for (let i = 0; i <= MAX_OVERVIEW_SNAPSHOTS; i++) expect(await fullReads(i)).toBe(1);
+      expect(await fullReads(MAX_OVERVIEW_SNAPSHOTS)).toBe(0);
+      expect(await fullReads(1)).toBe(0);
+      expect(await fullReads(0)).toBe(1);
     });
   },
   { sharedOnly: true },

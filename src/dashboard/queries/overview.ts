@@ -5,7 +5,8 @@ import { raw, sql, SqlFragment } from '../../db/sql';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
 import { count, epochMs, inList, readWith } from './read';
-import { IntervalReads, MAX_OVERVIEW_SNAPSHOTS } from './snapshots';
+import { MAX_OVERVIEW_SNAPSHOTS } from '../options';
+import { IntervalReads } from './snapshots';
 
 /** The orders the overview offers. `health`: vacant first, then flapping, then the soonest lease end (an overdue renewal). */
 export const OVERVIEW_SORTS = ['ns', 'term', 'lease', 'candidates', 'changes', 'health'] as const;

@@ -1,8 +1,5 @@
 /// <reference types="node" preserve="true" />
 
-/** The most overview snapshots a dashboard keeps per DataSource; the oldest is dropped first. */
-export const MAX_OVERVIEW_SNAPSHOTS = 64;
-
 interface Entry<T> {
   /** performance.now() when its read began. */
   readonly startedAt: number;
