@@ -21,7 +21,8 @@ interface Poll {
 
 /**
  * The reads behind the overview streams of one DataSource: one poll per page (filter, order,
- * offset, limit), however many streams show it. A poll reads every `pollMs`, and at once when a
+ * offset, limit), however many streams show it (its read takes the totals and the order from the
+ * interval's snapshot, shared with the other pages of its filter and order). A poll reads every `pollMs`, and at once when a
  * lease changes hands where the database announces it (PostgreSQL LISTEN/NOTIFY, one
  * subscription per poll), and tells every subscriber; it runs while it has subscribers. A
  * failed read goes to `onError` once, and to the subscribers.
