@@ -6,26 +6,18 @@
  * overview streams of different pages of one order, and concurrent requests of such pages, read
  * every namespace once per interval, not once per page; and the snapshots kept are bounded.
  */
-import type { DataSource, DataSourceOptions } from 'typeorm';
-import { ElectionService, type LeaderChange } from 'gemstone-utils';
-import { createDashboard, MAX_OVERVIEW_SNAPSHOTS, type Dashboard } from 'gemstone-utils/dashboard';
+import type { LeaderChange } from 'gemstone-utils';
+import { MAX_OVERVIEW_SNAPSHOTS } from 'gemstone-utils/dashboard';
 import { waitFor } from '../elector/helpers';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
-import { EventReader, getJson, openEvents, serveDashboard, Served, Statement, StatementRecorder } from './support/http';
+import { EventReader, getJson, openEvents, Statement } from './support/http';
+import { liveHarness, type LeaderEvent } from './support/live-harness';
 import { readsEveryNamespace } from './support/overview-statements';
 
 const POLL_MS = 200;
 const BROWSERS = 5;
 /** How long the reads are counted: enough intervals that five readers would show. */
 const WINDOW_MS = POLL_MS * 10;
-
-interface LeaderEvent {
-  ns: string;
-  leaderId: string | null;
-  term: number | null;
-  metadata: Record<string, unknown> | null;
-  at: number;
-}
 
 const states = (reader: EventReader) => reader.events.filter((e) => e.event === 'leader').map((e) => e.data as LeaderEvent);
 const asEvent = (change: LeaderChange): LeaderEvent => ({ ns: change.ns, leaderId: change.leaderId, term: change.term, metadata: change.metadata as Record<string, unknown> | null, at: change.at.getTime() });
@@ -38,21 +30,8 @@ function oneReaderBound(elapsedMs: number): number {
 describeEachDatabase(
   'dashboard live views share their reads',
   (db) => {
-    let writer: DataSource;
-    let reader: DataSource;
-    let service: ElectionService;
-    const recorder = new StatementRecorder();
-    const errors: unknown[] = [];
-    const dashboards: Dashboard[] = [];
-    const servers: Served[] = [];
-
-    async function start(pollMs = POLL_MS): Promise<{ dashboard: Dashboard; url: string }> {
-      const dashboard = createDashboard({ dataSource: reader, pollMs, onError: (error) => errors.push(error) });
-      const served = await serveDashboard(dashboard);
-      dashboards.push(dashboard);
-      servers.push(served);
-      return { dashboard, url: served.url };
-    }
+    const live = liveHarness(db, POLL_MS);
+    const { recorder } = live;
 
     /** The statements sent from now until `work` resolves, and how long that took. */
     async function counted(work: () => Promise<unknown>): Promise<{ statements: Statement[]; elapsedMs: number }> {
@@ -67,31 +46,16 @@ describeEachDatabase(
     /** A read of `ns`'s leader row (what a watch polls), as the recorder saw it. */
     const leaderReadOf = (ns: string) => (s: Statement) => /\(SELECT 1 AS one\) clock/.test(s.query) && (s.parameters ?? []).includes(ns);
 
-    beforeAll(async () => {
-      writer = await db.connect();
-      reader = await db.connect({ logger: recorder, logging: true } as Partial<DataSourceOptions>, { createTables: false });
-      service = new ElectionService(writer);
-      recorder.recording = true;
-    });
-
-    afterAll(async () => {
-      for (const served of servers) await served.close();
-    });
-
-    afterEach(() => {
-      expect(errors).toEqual([]);
-    });
-
     test(`${BROWSERS} browsers on one namespace: one read per interval; each gets what its own watch() yields, a late one the current state first`, async () => {
-      const { dashboard, url } = await start();
+      const { dashboard, url } = await live.start();
       const ns = 'shared-ns';
       const [a, b, c] = [uuid(), uuid(), uuid()];
-      await service.elect(a, { ns, metadata: { host: 'web-a' } });
+      await live.service.elect(a, { ns, metadata: { host: 'web-a' } });
       // What a watch of its own gives a browser that opened at the same time.
       const controller = new AbortController();
       const own: LeaderChange[] = [];
       const ownDone = (async () => {
-        for await (const change of service.watch({ ns, pollMs: POLL_MS, signal: controller.signal })) own.push(change);
+        for await (const change of live.service.watch({ ns, pollMs: POLL_MS, signal: controller.signal })) own.push(change);
       })();
       const browsers: EventReader[] = [];
       for (let i = 0; i < BROWSERS; i++) browsers.push(await openEvents(`${url}/api/namespace/events?ns=${ns}`));
@@ -107,8 +71,8 @@ describeEachDatabase(
         expect(reads.length).toBeLessThanOrEqual(oneReaderBound(window.elapsedMs));
 
         // A hand-over: every browser gets term 1, its end and term 2, as the own watch does.
-        await service.resign(a, { ns });
-        await service.elect(b, { ns, metadata: { host: 'web-b' } });
+        await live.service.resign(a, { ns });
+        await live.service.elect(b, { ns, metadata: { host: 'web-b' } });
         for (const browser of browsers) await browser.next((e) => e.event === 'leader' && (e.data as LeaderEvent).term === 2, 5_000);
         // The own watch has seen b too, before b's grant is overwritten below.
         await waitFor('the own watch to see b', () => own.some((change) => change.leaderId === b), 5_000);
@@ -119,8 +83,8 @@ describeEachDatabase(
         expect(first.data).toMatchObject({ leaderId: b, term: 2, metadata: { host: 'web-b' } });
 
         // Term 2 granted again, to c (a failover that lost the first grant): another holder under the same term.
-        await query(writer, 'UPDATE gemstone_election_leader SET leader_id = ? WHERE ns = ?', [c, ns]);
-        await query(writer, 'UPDATE gemstone_election_history SET leader_id = ? WHERE ns = ? AND term = 2', [c, ns]);
+        await query(live.writer, 'UPDATE gemstone_election_leader SET leader_id = ? WHERE ns = ?', [c, ns]);
+        await query(live.writer, 'UPDATE gemstone_election_history SET leader_id = ? WHERE ns = ? AND term = 2', [c, ns]);
         for (const browser of browsers) await browser.next((e) => e.event === 'leader' && (e.data as LeaderEvent).leaderId === c, 5_000);
         await waitFor('the own watch to see c', () => own.some((change) => change.leaderId === c), 5_000);
 
@@ -145,8 +109,8 @@ describeEachDatabase(
     });
 
     test(`${BROWSERS} overview streams on different pages of one order: every namespace read once per interval, not once per page`, async () => {
-      for (let i = 0; i < 10; i++) await service.elect(uuid(), { ns: `pages-${i}` });
-      const { dashboard, url } = await start();
+      for (let i = 0; i < 10; i++) await live.service.elect(uuid(), { ns: `pages-${i}` });
+      const { dashboard, url } = await live.start();
       const browsers: EventReader[] = [];
       try {
         for (let page = 0; page < BROWSERS; page++) browsers.push(await openEvents(`${url}/api/overview/events?q=pages-&sort=health&limit=2&offset=${page * 2}`));
@@ -169,8 +133,9 @@ describeEachDatabase(
     });
 
     test(`${BROWSERS} concurrent requests for pages of one order read every namespace once`, async () => {
-      for (let i = 0; i < 10; i++) await service.elect(uuid(), { ns: `requests-${i}` });
-      const { url } = await start();
+      for (let i = 0; i < 10; i++) await live.service.elect(uuid(), { ns: `requests-${i}` });
+      // An interval far longer than the requests take, however slow the machine: they all fall in it.
+      const { url } = await live.start({ pollMs: 600_000 });
       let pages: { total: number; rows: { ns: string }[] }[] = [];
       const sent = await counted(async () => {
         const answers = await Promise.all(Array.from({ length: BROWSERS }, (_, page) => getJson<(typeof pages)[number]>(`${url}/api/overview?q=requests-&sort=candidates&limit=2&offset=${page * 2}`)));
@@ -183,7 +148,7 @@ describeEachDatabase(
 
     test(`at most ${MAX_OVERVIEW_SNAPSHOTS} snapshots are kept: past that the oldest is read again, the newest is not`, async () => {
       // An interval far longer than the test: only the bound drops a snapshot.
-      const { url } = await start(600_000);
+      const { url } = await live.start({ pollMs: 600_000 });
       const filter = (i: number) => `bound-${String(i).padStart(3, '0')}`;
       const fullReads = async (i: number) => (await counted(() => getJson(`${url}/api/overview?q=${filter(i)}`))).statements.filter(fullReadOf(filter(i))).length;
       for (let i = 0; i <= MAX_OVERVIEW_SNAPSHOTS; i++) expect(await fullReads(i)).toBe(1);
