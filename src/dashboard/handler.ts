@@ -9,13 +9,14 @@ import { ElectionService } from '../election/service';
 import { Asset, loadAssets } from './assets/files';
 import { send, sendError, sendJson } from './http';
 import { streamNamespace } from './live/namespace-stream';
+import { NamespaceWatches } from './live/namespace-watches';
 import { streamOverview } from './live/overview-stream';
 import { OverviewPolls } from './live/overview-polls';
 import { LiveStreams } from './live/streams';
 import { checkDashboardOptions, DashboardOptions } from './options';
 import { namespaceParam, overviewQuery, windowSeconds } from './params';
 import { namespaceStatements, readNamespace } from './queries/namespace';
-import { overviewStatements, readOverview } from './queries/overview';
+import { overviewSnapshots, overviewStatements, readOverview, type OverviewSnapshots } from './queries/overview';
 import { readTimeline, timelineStatements } from './queries/timeline';
 
 /**
@@ -53,12 +54,15 @@ async function settledWithin(work: Promise<void>, ms: number): Promise<void> {
 /** What the dashboard reads with, per DataSource. */
 interface Readers {
   readonly dataSource: DataSource;
-  readonly service: ElectionService;
   readonly overview: ReturnType<typeof overviewStatements>;
+  /** The overview's totals and orders, each read once per interval for every page, request and stream. */
+  readonly snapshots: OverviewSnapshots;
   readonly namespace: ReturnType<typeof namespaceStatements>;
   readonly timeline: ReturnType<typeof timelineStatements>;
   /** One poll per overview page, shared by its streams. */
   readonly polls: OverviewPolls;
+  /** One watch per namespace, shared by its streams. */
+  readonly watches: NamespaceWatches;
 }
 
 const API_ROUTES = new Set(['/api/overview', '/api/overview/timeline', '/api/overview/events', '/api/namespace', '/api/namespace/timeline', '/api/namespace/events']);
@@ -120,11 +124,12 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
       const context = contextOf(dataSource);
       found = {
         dataSource,
-        service: new ElectionService(dataSource),
         overview: overviewStatements(context, settings),
+        snapshots: overviewSnapshots(o.pollMs),
         namespace: namespaceStatements(context, settings),
         timeline: timelineStatements(context),
         polls: new OverviewPolls(dataSource, o.pollMs, o.onError),
+        watches: new NamespaceWatches(new ElectionService(dataSource), o.pollMs, o.onError),
       };
       readersBySource.set(dataSource, found);
     }
@@ -135,11 +140,11 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
     const r = readers();
     switch (path) {
       case '/api/overview':
-        return sendJson(response, 200, await readOverview(r.dataSource, r.overview, overviewQuery(params), settings), head);
+        return sendJson(response, 200, await readOverview(r.dataSource, r.overview, r.snapshots, overviewQuery(params), settings), head);
       case '/api/overview/timeline': {
         const query = overviewQuery(params);
         const window = windowSeconds(params);
-        const page = await readOverview(r.dataSource, r.overview, query, settings);
+        const page = await readOverview(r.dataSource, r.overview, r.snapshots, query, settings);
         const namespaces = page.rows.map((row) => row.ns);
         return sendJson(response, 200, { namespaces, ...(await readTimeline(r.dataSource, r.timeline, namespaces, window)) }, head);
       }
@@ -162,8 +167,8 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
           head,
           (stream, signal) =>
             query
-              ? streamOverview(stream, signal, r.polls, JSON.stringify(query), () => readOverview(r.dataSource, r.overview, query, settings))
-              : streamNamespace(stream, signal, r.service, ns!, o.pollMs, o.onError),
+              ? streamOverview(stream, signal, r.polls, JSON.stringify(query), () => readOverview(r.dataSource, r.overview, r.snapshots, query, settings))
+              : streamNamespace(stream, signal, r.watches, ns!),
           o.onError,
         );
       }

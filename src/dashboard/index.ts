@@ -29,6 +29,7 @@ export {
   MAX_TIMELINE_TERMS,
   MAX_GROUP_TIMELINE_TERMS,
   MAX_CANDIDATES_SHOWN,
+  MAX_OVERVIEW_SNAPSHOTS,
 } from './options';
 export type { DashboardOptions, DashboardAccess } from './options';
 export { CONTENT_SECURITY_POLICY } from './http';

@@ -30,7 +30,9 @@ export interface DashboardOptions {
   readonly challenge?: string;
   /**
    * How often live views re-read the database, in ms: a namespace's watch (on PostgreSQL a safety
-   * net behind LISTEN/NOTIFY) and the overview. Default {@link DEFAULT_WATCH_POLL_MS} (1000).
+   * net behind LISTEN/NOTIFY) and the overview, once per interval however many streams show them;
+   * also how long the overview's totals and order are shared by every page, request and stream
+   * of one filter and order. Default {@link DEFAULT_WATCH_POLL_MS} (1000).
    */
   readonly pollMs?: number;
   /** Live streams (server-sent events) open at once, all clients together; more answer 503. Default {@link DEFAULT_DASHBOARD_MAX_STREAMS} (64). */
@@ -89,6 +91,11 @@ export const MAX_TIMELINE_TERMS = 1_000;
 export const MAX_GROUP_TIMELINE_TERMS = 5_000;
 /** The most candidates a namespace's page lists. */
 export const MAX_CANDIDATES_SHOWN = 500;
+/**
+ * The most overview snapshots (the totals and order of one filter and order, read once per
+ * `pollMs` for every page) a dashboard keeps per DataSource; past it the oldest is dropped.
+ */
+export const MAX_OVERVIEW_SNAPSHOTS = 64;
 
 export interface CheckedDashboardOptions {
   dataSource: DataSource | undefined;

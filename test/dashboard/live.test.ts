@@ -5,68 +5,30 @@
  * goes away and when the dashboard closes — after which nothing it started runs — and the bound
  * on open streams.
  */
-import type { DataSource, DataSourceOptions } from 'typeorm';
-import { ElectionService } from 'gemstone-utils';
-import { createDashboard, type Dashboard } from 'gemstone-utils/dashboard';
 import { waitFor } from '../elector/helpers';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
-import { openEvents, serveDashboard, Served, StatementRecorder, writes } from './support/http';
+import { openEvents, writes } from './support/http';
+import { liveHarness, type LeaderEvent } from './support/live-harness';
 
 const POLL_MS = 200;
-
-interface LeaderEvent {
-  ns: string;
-  leaderId: string | null;
-  term: number | null;
-  metadata: Record<string, unknown> | null;
-  at: number;
-}
 
 describeEachDatabase(
   'dashboard live streams',
   (db) => {
-    let writer: DataSource;
-    let reader: DataSource;
-    let service: ElectionService;
-    const recorder = new StatementRecorder();
-    const errors: unknown[] = [];
-    const dashboards: Dashboard[] = [];
-    const servers: Served[] = [];
-
-    async function start(options: { maxStreams?: number } = {}): Promise<{ dashboard: Dashboard; url: string }> {
-      const dashboard = createDashboard({ dataSource: reader, pollMs: POLL_MS, onError: (error) => errors.push(error), ...options });
-      const served = await serveDashboard(dashboard);
-      dashboards.push(dashboard);
-      servers.push(served);
-      return { dashboard, url: served.url };
-    }
-
-    beforeAll(async () => {
-      writer = await db.connect();
-      reader = await db.connect({ logger: recorder, logging: true } as Partial<DataSourceOptions>, { createTables: false });
-      service = new ElectionService(writer);
-      recorder.recording = true;
-    });
-
-    afterAll(async () => {
-      for (const served of servers) await served.close();
-    });
-
-    afterEach(() => {
-      expect(errors).toEqual([]);
-    });
+    const live = liveHarness(db, POLL_MS);
+    const { recorder } = live;
 
     test("a namespace's stream: its current state, then every change in term order, with the leader's metadata", async () => {
-      const { url } = await start();
+      const { url } = await live.start();
       const [a, b] = [uuid(), uuid()];
-      await service.elect(a, { ns: 'live', metadata: { host: 'web-a' } });
+      await live.service.elect(a, { ns: 'live', metadata: { host: 'web-a' } });
       const events = await openEvents(`${url}/api/namespace/events?ns=live`);
       try {
         expect(events.status).toBe(200);
         const first = await events.next((e) => e.event === 'leader');
         expect(first.data).toMatchObject({ ns: 'live', leaderId: a, term: 1, metadata: { host: 'web-a' } });
-        await service.resign(a, { ns: 'live' });
-        await service.elect(b, { ns: 'live', metadata: { host: 'web-b' } });
+        await live.service.resign(a, { ns: 'live' });
+        await live.service.elect(b, { ns: 'live', metadata: { host: 'web-b' } });
         await events.next((e) => e.event === 'leader' && (e.data as LeaderEvent).term === 2, 5_000);
         const states = events.events.filter((e) => e.event === 'leader').map((e) => e.data as LeaderEvent);
         // The vacancy between the terms is reported even if both changes fell between two reads (from the history).
@@ -83,14 +45,14 @@ describeEachDatabase(
     });
 
     test('the overview stream sends the page again when it changed: a new namespace appears within the poll (NOTIFY on PostgreSQL)', async () => {
-      const { url } = await start();
+      const { url } = await live.start();
       const events = await openEvents(`${url}/api/overview/events?q=fresh`);
       try {
         const first = await events.next((e) => e.event === 'overview');
         expect(first.data).toMatchObject({ total: 0, rows: [] });
         const before = performance.now();
         const id = uuid();
-        await service.elect(id, { ns: 'fresh-ns' });
+        await live.service.elect(id, { ns: 'fresh-ns' });
         const changed = await events.next((e) => e.event === 'overview' && (e.data as { total: number }).total === 1, 5_000);
         expect(changed.at - before).toBeLessThan(POLL_MS + 1_000);
         expect((changed.data as { rows: { ns: string; leaderId: string }[] }).rows).toEqual([expect.objectContaining({ ns: 'fresh-ns', leaderId: id })]);
@@ -104,8 +66,8 @@ describeEachDatabase(
     });
 
     test('a client that goes away ends its watch and its polls: no statement follows', async () => {
-      const { dashboard, url } = await start();
-      await service.elect(uuid(), { ns: 'leaving' });
+      const { dashboard, url } = await live.start();
+      await live.service.elect(uuid(), { ns: 'leaving' });
       const streams = [await openEvents(`${url}/api/namespace/events?ns=leaving`), await openEvents(`${url}/api/overview/events`)];
       await streams[0]!.next((e) => e.event === 'leader');
       await streams[1]!.next((e) => e.event === 'overview');
@@ -118,8 +80,8 @@ describeEachDatabase(
     });
 
     test('close() ends every stream, waits for what runs, answers 503 after; nothing it started runs any more', async () => {
-      const { dashboard, url } = await start();
-      await service.elect(uuid(), { ns: 'closing' });
+      const { dashboard, url } = await live.start();
+      await live.service.elect(uuid(), { ns: 'closing' });
       const streams = [await openEvents(`${url}/api/namespace/events?ns=closing`), await openEvents(`${url}/api/overview/events`)];
       await streams[0]!.next((e) => e.event === 'leader');
       await streams[1]!.next((e) => e.event === 'overview');
@@ -137,13 +99,13 @@ describeEachDatabase(
       expect(recorder.statements.slice(count).map((s) => s.query)).toEqual([]);
       if (db.kind === 'postgres') {
         // The LISTEN connection of the watch and the overview is gone too.
-        const listeners = await query<{ n: unknown }>(writer, "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'gemstone-utils listener'");
+        const listeners = await query<{ n: unknown }>(live.writer, "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'gemstone-utils listener'");
         expect(Number(listeners[0]!.n)).toBe(0);
       }
     });
 
     test('at most maxStreams streams at once: one more is answered 503 with Retry-After; a closed one frees its place', async () => {
-      const { dashboard, url } = await start({ maxStreams: 2 });
+      const { dashboard, url } = await live.start({ maxStreams: 2 });
       const one = await openEvents(`${url}/api/overview/events`);
       const two = await openEvents(`${url}/api/namespace/events?ns=closing`);
       const refused = await fetch(`${url}/api/overview/events`);
@@ -159,9 +121,9 @@ describeEachDatabase(
     });
 
     test('overview streams of one page share one read per interval, however many browsers show it (one poll per page)', async () => {
-      const { dashboard, url } = await start();
-      await service.elect(uuid(), { ns: 'shared-a' });
-      await service.elect(uuid(), { ns: 'shared-b' });
+      const { dashboard, url } = await live.start();
+      await live.service.elect(uuid(), { ns: 'shared-a' });
+      await live.service.elect(uuid(), { ns: 'shared-b' });
       const pageA = `${url}/api/overview/events?q=shared-a`;
       const streams = [await openEvents(pageA), await openEvents(pageA), await openEvents(pageA), await openEvents(`${url}/api/overview/events?q=shared-b`)];
       try {

@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { contextOf } from '../../db/context';
 import { subscribeToLeaseChanges } from '../../election/observe/lease-changes';
 import type { Overview } from '../queries/overview';
+import { SharedRuns } from './shared-runs';
 
 /** The shortest pause between two reads of one overview page, however many notifications arrive. */
 export const MIN_OVERVIEW_READ_GAP_MS = 100;
@@ -10,24 +11,16 @@ export const MIN_OVERVIEW_READ_GAP_MS = 100;
 /** What a poll tells its subscribers after each read. */
 export type PollResult = { readonly overview: Overview } | { readonly error: unknown };
 
-type Listener = (result: PollResult) => void;
-
-interface Poll {
-  readonly listeners: Set<Listener>;
-  readonly controller: AbortController;
-  last: PollResult | undefined;
-  done: Promise<void>;
-}
-
 /**
  * The reads behind the overview streams of one DataSource: one poll per page (filter, order,
- * offset, limit), however many streams show it. A poll reads every `pollMs`, and at once when a
- * lease changes hands where the database announces it (PostgreSQL LISTEN/NOTIFY, one
- * subscription per poll), and tells every subscriber; it runs while it has subscribers. A
- * failed read goes to `onError` once, and to the subscribers.
+ * offset, limit), however many streams show it (its read takes the totals and the order from the
+ * interval's snapshot, shared with the other pages of its filter and order), shared as
+ * {@link SharedRuns} are. A poll reads every `pollMs`, and at once when a lease changes hands
+ * where the database announces it (PostgreSQL LISTEN/NOTIFY, one subscription per poll), and
+ * tells every subscriber. A failed read goes to `onError` once, and to the subscribers.
  */
 export class OverviewPolls {
-  readonly #polls = new Map<string, Poll>();
+  readonly #runs = new SharedRuns<PollResult>();
   readonly #dataSource: DataSource;
   readonly #pollMs: number;
   readonly #onError: (error: unknown) => void;
@@ -40,7 +33,7 @@ export class OverviewPolls {
 
   /** Polls running now. */
   get size(): number {
-    return this.#polls.size;
+    return this.#runs.size;
   }
 
   /**
@@ -48,32 +41,11 @@ export class OverviewPolls {
    * latest result, if any, is passed at once) until `signal` aborts. Resolves after that, once
    * the poll stopped if this was its last subscriber.
    */
-  async follow(key: string, read: () => Promise<Overview>, listener: Listener, signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return;
-    let poll = this.#polls.get(key);
-    if (!poll) {
-      const started: Poll = { listeners: new Set(), controller: new AbortController(), last: undefined, done: Promise.resolve() };
-      this.#polls.set(key, started);
-      started.done = this.#run(started, read).finally(() => {
-        if (this.#polls.get(key) === started) this.#polls.delete(key);
-      });
-      poll = started;
-    } else if (poll.last) {
-      listener(poll.last);
-    }
-    poll.listeners.add(listener);
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    poll.listeners.delete(listener);
-    if (poll.listeners.size === 0) {
-      // A later stream of the same page starts a poll of its own.
-      if (this.#polls.get(key) === poll) this.#polls.delete(key);
-      poll.controller.abort();
-      await poll.done;
-    }
+  follow(key: string, read: () => Promise<Overview>, listener: (result: PollResult) => void, signal: AbortSignal): Promise<void> {
+    return this.#runs.follow(key, (emit, stop) => this.#run(read, emit, stop), listener, signal);
   }
 
-  async #run(poll: Poll, read: () => Promise<Overview>): Promise<void> {
-    const signal = poll.controller.signal;
+  async #run(read: () => Promise<Overview>, emit: (result: PollResult) => void, signal: AbortSignal): Promise<void> {
     let dirty = false;
     let wake: (() => void) | undefined;
     const poke = () => {
@@ -109,8 +81,7 @@ export class OverviewPolls {
           if (!signal.aborted) onError(error);
         }
         if (signal.aborted) break;
-        poll.last = result;
-        for (const listener of [...poll.listeners]) listener(result);
+        emit(result);
         await pause(MIN_OVERVIEW_READ_GAP_MS, false);
         if (!dirty && !signal.aborted) await pause(Math.max(0, this.#pollMs - MIN_OVERVIEW_READ_GAP_MS), true);
       }

@@ -5,6 +5,8 @@ import { raw, sql, SqlFragment } from '../../db/sql';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
 import { count, epochMs, inList, readWith } from './read';
+import { MAX_OVERVIEW_SNAPSHOTS } from '../options';
+import { IntervalReads } from './snapshots';
 
 /** The orders the overview offers. `health`: vacant first, then flapping, then the soonest lease end (an overdue renewal). */
 export const OVERVIEW_SORTS = ['ns', 'term', 'lease', 'candidates', 'changes', 'health'] as const;
@@ -68,10 +70,12 @@ export interface Overview extends HealthSettings {
 
 /**
  * The statements of the overview, built once per DataSource and settings. A page is read in two
- * steps: the names of its namespaces (`order`: LIMIT/OFFSET over the names, with a leader row's
- * columns or per-namespace counts where the order needs them), then those namespaces' rows and
- * counts (`rows`). Counts are correlated subqueries, each an index lookup of one namespace: a
- * join of grouped counts over every namespace is what made MariaDB's plan quadratic.
+ * parts. The totals and the order of a filter need every namespace: `snapshot` reads them, the
+ * names of the matching namespaces in the page's order with what the totals count, and is shared
+ * for an interval by every page of that filter and order (see {@link readOverview}). The page's
+ * own rows and counts are read by `rows`, for its names only. Counts are correlated subqueries,
+ * each an index lookup of one namespace: a join of grouped counts over every namespace is what
+ * made MariaDB's plan quadratic.
  */
 export function overviewStatements(context: DbContext, settings: HealthSettings) {
   const d = context.dialect;
@@ -111,12 +115,15 @@ WHERE LOWER(n.ns) LIKE ${`%${filter.toLowerCase().replace(/[!%_]/g, '!$&')}%`} E
   };
 
   return {
-    /** The names of one page's namespaces, in the page's order. */
-    order(query: OverviewQuery): SqlFragment {
-      return sql`SELECT n.ns AS ns FROM ${names()} n
-LEFT JOIN ${leaders} l ON l.ns = n.ns${where(query.filter)}
-ORDER BY ${order(query.sort, query.descending)}
-${d.limit(query.limit, query.offset)}`;
+    /**
+     * Every namespace matching `filter`, in the order of `sort`: its name, whether its lease is
+     * live and whether it flaps (what the totals count).
+     */
+    snapshot(filter: string, sort: OverviewSort, descending: boolean): SqlFragment {
+      return sql`SELECT n.ns AS ns, ${liveRank} AS live, CASE WHEN ${recent} >= ${settings.flapTerms} THEN 1 ELSE 0 END AS flapping
+FROM ${names()} n
+LEFT JOIN ${leaders} l ON l.ns = n.ns${where(filter)}
+ORDER BY ${order(sort, descending)}`;
     },
 
     /** The rows of the namespaces `list` (an `inList`), in no particular order. */
@@ -130,11 +137,9 @@ LEFT JOIN ${leaders} l ON l.ns = n.ns
 LEFT JOIN ${candidates} lc ON lc.ns = l.ns AND lc.candidate_id = l.leader_id`;
     },
 
-    totals(filter: string): SqlFragment {
-      return sql`SELECT COUNT(*) AS total, SUM(CASE WHEN ${live} THEN 0 ELSE 1 END) AS vacant,
-  SUM(CASE WHEN ${recent} >= ${settings.flapTerms} THEN 1 ELSE 0 END) AS flapping, ${d.instant(d.now.text)} AS db_now
-FROM ${names()} n
-LEFT JOIN ${leaders} l ON l.ns = n.ns${where(filter)}`;
+    /** The database clock alone (a page without rows). */
+    clock(): SqlFragment {
+      return sql`SELECT ${d.instant(d.now.text)} AS db_now`;
     },
   };
 }
@@ -167,20 +172,66 @@ export function toSummary(context: DbContext, row: Record<string, unknown>, sett
   };
 }
 
-/** One page of the overview and the totals of the filter, by the database clock. */
-export async function readOverview(dataSource: DataSource, statements: ReturnType<typeof overviewStatements>, query: OverviewQuery, settings: HealthSettings): Promise<Overview> {
+/**
+ * The totals and the order of one filter and order: every matching namespace's name, in order,
+ * read once per interval for all pages (see {@link OverviewSnapshots}).
+ */
+export interface OverviewSnapshot {
+  readonly names: readonly string[];
+  readonly total: number;
+  readonly vacant: number;
+  readonly flapping: number;
+}
+
+/** The snapshots of one DataSource's overview, each shared for one interval. */
+export type OverviewSnapshots = IntervalReads<OverviewSnapshot>;
+
+/** Snapshots good for `intervalMs` (the dashboard's `pollMs`), at most {@link MAX_OVERVIEW_SNAPSHOTS}. */
+export function overviewSnapshots(intervalMs: number): OverviewSnapshots {
+  return new IntervalReads<OverviewSnapshot>(intervalMs, MAX_OVERVIEW_SNAPSHOTS);
+}
+
+function readSnapshot(dataSource: DataSource, statements: ReturnType<typeof overviewStatements>, query: OverviewQuery): Promise<OverviewSnapshot> {
+  return readWith(dataSource, async (run) => {
+    const names: string[] = [];
+    let vacant = 0;
+    let flapping = 0;
+    for (const row of await run(statements.snapshot(query.filter, query.sort, query.descending))) {
+      names.push(String(row.ns));
+      if (!sqlBool(row.live)) vacant++;
+      if (sqlBool(row.flapping)) flapping++;
+    }
+    return { names, total: names.length, vacant, flapping };
+  });
+}
+
+/**
+ * One page of the overview. The totals and the order come from the snapshot of the page's filter
+ * and order (read when there is none younger than one interval, shared with every page of them);
+ * the page's rows are read now, for its names only. So a page costs its rows' read, and every
+ * namespace is read at most once per interval per filter and order. Namespaces that appeared
+ * since the snapshot show from the next one; one that went away since is left out of the page.
+ */
+export async function readOverview(
+  dataSource: DataSource,
+  statements: ReturnType<typeof overviewStatements>,
+  snapshots: OverviewSnapshots,
+  query: OverviewQuery,
+  settings: HealthSettings,
+): Promise<Overview> {
+  const key = JSON.stringify([query.filter, query.sort, query.descending]);
+  const snapshot = await snapshots.get(key, () => readSnapshot(dataSource, statements, query));
+  const names = snapshot.names.slice(query.offset, query.offset + query.limit);
   return readWith(dataSource, async (run, context) => {
-    const [totals] = await run(statements.totals(query.filter));
-    const names = (await run(statements.order(query))).map((row) => String(row.ns));
     const byName = new Map<string, Record<string, unknown>>();
     if (names.length > 0) for (const row of await run(statements.rows(inList(names)))) byName.set(String(row.ns), row);
-    // A namespace that went away between the two reads is left out of the page.
     const rows = names.map((ns) => byName.get(ns)).filter((row): row is Record<string, unknown> => row !== undefined);
+    const [clock] = rows.length > 0 ? rows : await run(statements.clock());
     return {
-      dbNow: epochMs(context, totals?.db_now) ?? 0,
-      total: count(totals?.total),
-      vacant: count(totals?.vacant),
-      flapping: count(totals?.flapping),
+      dbNow: epochMs(context, clock?.db_now) ?? 0,
+      total: snapshot.total,
+      vacant: snapshot.vacant,
+      flapping: snapshot.flapping,
       offset: query.offset,
       limit: query.limit,
       rows: rows.map((row) => toSummary(context, row, settings)),
