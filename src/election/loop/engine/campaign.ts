@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import type { GroupNsOutcome } from '../../group-tick';
 import type { VacateReason } from '../../observe/history';
 
 /**
@@ -49,22 +50,12 @@ export interface CampaignRequest {
   readonly beforeAttempt: () => void;
 }
 
-/** What one namespace's election found. */
-export interface CampaignOutcome {
-  readonly ns: string;
-  /** The leader after the tick; null when vacant (or unknown). */
-  readonly leaderId: string | null;
-  /** The leader row's term; null when unknown this tick (locked by another transaction, a racing insert). */
-  readonly term: number | null;
-  readonly isLeader: boolean;
-  /** The caller took a lease it did not hold (the term went up). */
-  readonly acquired: boolean;
-  /** The caller renewed a lease it should give up (not eligible, or outranked). */
-  readonly handOver: boolean;
-}
-
 export interface CampaignAnswer {
-  readonly outcomes: readonly CampaignOutcome[];
+  /**
+   * What the tick found per namespace, in the store's own outcome type (a single elect's
+   * `ElectOutcome` is one of them): no vocabulary of the loop's own.
+   */
+  readonly outcomes: readonly GroupNsOutcome[];
   /** The database clock during the tick. */
   readonly databaseNow: Date;
   /** A candidate row of the caller was missing before the tick: metadata goes with the next one. */

@@ -6,8 +6,8 @@ import { assertEntitiesRegistered } from '../../entities-check';
 import { deliversLeaseChanges, LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from '../../observe/lease-changes';
 import type { VacateReason } from '../../observe/history';
 import type { LeaseChange } from '../../store';
-import { CheckedElectorOptions, TICK_JITTER } from '../elector-options';
-import type { DemotionReason, LeaderElectorError } from '../errors';
+import type { CheckedElectorOptions } from '../elector-options';
+import type { LeaderElectorError } from '../errors';
 import { ElectorHealth, ElectorRole, TickHealth } from '../health';
 import { LocalDeadline } from '../monotonic';
 import { LoopRun } from '../loop-run';
@@ -15,9 +15,11 @@ import { pruneIfDue, settlesWithin } from '../loop-support';
 import { stopOnSignals } from '../shutdown';
 import { ClockSkew, ClockSkewAlarm, measureClockSkew } from '../tick';
 import type { Campaign, CampaignAnswer } from './campaign';
-import { Leadership } from './leadership';
+import type { Leadership } from './leadership';
+import { applyAnswer } from './apply';
 import { Leaderships, Observed, ObservedLeaders } from './leaderships';
 import { ErrorFactory, LoopEmitter, Reporter } from './reporter';
+import { Ticks } from './ticks';
 
 /**
  * THE loop, written once for every campaign (client-go's leaderelection loop, apart from its
@@ -33,6 +35,11 @@ import { ErrorFactory, LoopEmitter, Reporter } from './reporter';
  *    emits when the observed leader changes and after each tick.
  * 3. `new LoopEngine(options, campaign, host, namespaces)`; `start()`, `stop()`, `current(ns)`,
  *    `observed(ns)`, `health(ns)`, `add(ns)`, `remove(ns)`; `reporter` for user code of its own.
+ *
+ * Its parts, one job each: `leadership.ts` (one leadership and the callback rule), `leaderships.ts`
+ * (the leaderships and observed leaders per namespace), `apply.ts` (a tick's answer applied),
+ * `ticks.ts` (tick sequencing and jitter), `reporter.ts` (events, user code, errors), and this
+ * file: the lifecycle (start/stop driver, bounded stop), the tick, hand-overs, LISTEN, pruning.
  *
  * What it guarantees, per namespace:
  * - Ticks never overlap; the next one is scheduled `intervalMs` ±10% after the last ended;
@@ -92,9 +99,7 @@ type State = 'idle' | 'starting' | 'running' | 'stopping';
 interface Run {
   /** Its ticks, vacates, prunes and their timers: ended as soon as a stop begins. */
   readonly loop: LoopRun;
-  ticking: Promise<void> | undefined;
-  tickAgain: boolean;
-  tickTimer: NodeJS.Timeout | undefined;
+  readonly ticks: Ticks;
   /** The vacate of given-up leases in flight (waiting for onStoppedLeading, then vacating), if any. */
   vacating: Promise<void> | undefined;
   pruning: Promise<void> | undefined;
@@ -198,7 +203,7 @@ export class LoopEngine {
     this.#namespaces.add(ns);
     this.#sendMetadata = true;
     const run = this.#run;
-    if (this.active && run) await this.#tickLoop(run, true);
+    if (this.active && run) await run.ticks.run(true);
   }
 
   /** Stops campaigning for `ns`: a held lease is resigned (vacated once `onStoppedLeading` settled); resolves after that. */
@@ -316,11 +321,10 @@ export class LoopEngine {
     this.#health.started();
     this.#sendMetadata = true;
     this.#state = 'starting';
+    const loop = new LoopRun();
     const run: Run = {
-      loop: new LoopRun(),
-      ticking: undefined,
-      tickAgain: false,
-      tickTimer: undefined,
+      loop,
+      ticks: new Ticks(loop, this.#o.intervalMs, () => this.#tick(run)),
       vacating: undefined,
       pruning: undefined,
       listening: undefined,
@@ -334,7 +338,7 @@ export class LoopEngine {
     }
     // stop() may have been called while LISTEN was being set up.
     if (this.#state !== 'starting') return;
-    await this.#tickLoop(run);
+    await run.ticks.run();
     const failure = this.#startFailure;
     this.#startFailure = undefined;
     if (failure) {
@@ -393,7 +397,7 @@ export class LoopEngine {
     run?.loop.end();
     // The tick and vacate in flight first: a tick answering after the unregister could leave
     // leases nobody renews. A prune is independent of the leases: waited for at the end.
-    if (run && !(await settlesWithin(Promise.all([run.ticking, run.vacating]), left()))) pending.push(words.tickInFlight);
+    if (run && !(await settlesWithin(Promise.all([run.ticks.inFlight, run.vacating]), left()))) pending.push(words.tickInFlight);
     // start() may have been mid-way through its first tick, which could have made us leader in
     // the database without a local leadership: the unregister below vacates it either way.
     this.#endAll();
@@ -451,49 +455,10 @@ export class LoopEngine {
 
   // ---- ticks ----------------------------------------------------------------------------------
 
-  /**
-   * Runs ticks of `run` until no extra one was requested meanwhile, then schedules the next.
-   * Never rejects. `again`: the caller needs a tick begun after now (add), so it waits for the
-   * repeat too.
-   */
-  async #tickLoop(run: Run, again = false): Promise<void> {
-    if (run.ticking) {
-      run.tickAgain = true;
-      if (again) while (run.ticking) await run.ticking;
-      else await run.ticking;
-      return;
-    }
-    run.loop.clear(run.tickTimer);
-    run.tickTimer = undefined;
-    const ticking = run.loop.start(async () => {
-      do {
-        run.tickAgain = false;
-        await this.#tick(run);
-      } while (run.tickAgain && !run.loop.ended);
-    });
-    if (!ticking) return;
-    run.ticking = ticking;
-    try {
-      await ticking;
-    } finally {
-      if (run.ticking === ticking) run.ticking = undefined;
-    }
-    this.#schedule(run);
-  }
-
-  #schedule(run: Run): void {
-    run.loop.clear(run.tickTimer);
-    const jitter = 1 - TICK_JITTER + 2 * TICK_JITTER * Math.random();
-    run.tickTimer = run.loop.timer(() => {
-      run.tickTimer = undefined;
-      void this.#tickLoop(run);
-    }, this.#o.intervalMs * jitter);
-  }
-
   /** Ticks at once (a vacancy was announced): the current tick is followed by another right away. */
   kick(): void {
     const run = this.#run;
-    if (run && this.active) void this.#tickLoop(run);
+    if (run && this.active) void run.ticks.run();
   }
 
   /** One tick of `run` (once the run has ended, its late answer is ignored). */
@@ -567,8 +532,23 @@ export class LoopEngine {
       // Vacated, or no longer held; one still held but locked by another transaction is retried.
       if (this.#giving.get(ns) === reason && !skipped.has(ns)) this.#giving.delete(ns);
     }
-    const counts = this.#apply(run, answer, deadline);
-    // After #apply, which arms this tick's deadlines before any listener runs.
+    const counts = applyAnswer(
+      {
+        me: this.#o.candidateId,
+        leaderships: this.#leaderships,
+        namespaces: this.#namespaces,
+        giving: this.#giving,
+        get vacating() {
+          return run.vacating !== undefined;
+        },
+        begin: (granted) => this.#begin(granted),
+        observe: (ns, leaderId, term) => this.#observe(ns, leaderId, term),
+        surplus: (held) => this.#campaign.surplus(answer, this.#namespaces, held),
+      },
+      answer,
+      deadline,
+    );
+    // After applyAnswer, which arms this tick's deadlines before any listener runs.
     for (const { ns, term } of answer.released) if (release.has(ns)) this.#observe(ns, null, term);
     if (!campaign.foldsVacates) void this.#flushVacates(run);
     this.#maybePrune(run);
@@ -580,73 +560,6 @@ export class LoopEngine {
     if (warning) {
       this.reporter.fail('clock', null, warning, new Error('leases are judged by the database clock alone; check NTP on this host and the database server'));
     }
-  }
-
-  /** Applies a tick's answer: leaderships granted, renewed, lost and given up; the observed leaders. */
-  #apply(run: Run, answer: CampaignAnswer, deadline: LocalDeadline): { acquired: number; lost: number } {
-    const me = this.#o.candidateId;
-    const counts = { acquired: 0, lost: 0 };
-    const demote = (ns: string, reason: DemotionReason) => {
-      this.#leaderships.demote(ns, reason);
-      counts.lost++;
-    };
-    // First, before any user code runs (a namespace's callbacks must not eat into another's
-    // lease, nor an old term's into its successor's): this tick's renewals and grants arm their
-    // deadlines. A renewal keeps the lease. An acquisition that hands out the term we believe we
-    // hold is another grant of that number (ours was lost, e.g. with an unreplicated commit): a
-    // new leadership, so that work fenced by the old lease stops. An answer that arrived after
-    // its own deadline grants nothing: the next tick renews.
-    const granted = new Map<string, Leadership>();
-    if (!deadline.passed) {
-      for (const { ns, isLeader, term, acquired, handOver } of answer.outcomes) {
-        if (!isLeader || term === null || handOver || !this.#namespaces.has(ns) || this.#giving.has(ns)) continue;
-        const held = this.#leaderships.get(ns);
-        if (held && held.lease.term === term && !acquired && !held.passed) held.renew(deadline);
-        else granted.set(ns, new Leadership(this.#leaderships.hooks, ns, me, term, deadline));
-      }
-    }
-    for (const outcome of answer.outcomes) {
-      const { ns } = outcome;
-      const current = this.current(ns);
-      if (!this.#namespaces.has(ns)) {
-        // Removed while the tick was in flight: a lease it took or renewed is given up.
-        if (outcome.isLeader && !this.#giving.has(ns)) this.#giving.set(ns, 'resigned');
-        continue;
-      }
-      if (outcome.term === null) {
-        // Unknown this tick (its row was locked by another transaction and skipped, it changed
-        // hands after the statement began, or a racing first insert won): not renewed, so a
-        // leadership held here keeps its local deadline unextended and ends by it unless a later
-        // tick renews it. Safe as for a failed tick: nobody can take the lease before its end by
-        // the database clock, which is no earlier than the local deadline. Ending it at once
-        // would make a lock held for a moment by a rival's tick demote and re-elect the same term.
-        continue;
-      }
-      if (outcome.isLeader && (outcome.handOver || this.#giving.has(ns))) {
-        // Held in the database, but to be given up: no (new) local leadership.
-        if (current) demote(ns, 'handed-over');
-        if (!this.#giving.has(ns)) this.#giving.set(ns, 'handed-over');
-        this.#observe(ns, outcome.leaderId, outcome.term);
-        continue;
-      }
-      if (!outcome.isLeader && this.#giving.has(ns) && !run.vacating) this.#giving.delete(ns);
-      const grant = granted.get(ns);
-      if (grant) {
-        granted.delete(ns);
-        if (current) demote(ns, 'lost');
-        if (this.#begin(grant)) counts.acquired++;
-      } else if (current && !(outcome.isLeader && outcome.term === current.lease.term)) {
-        demote(ns, 'lost');
-      }
-      this.#observe(ns, outcome.leaderId, outcome.term);
-    }
-    // Grants a callback made moot (a namespace removed or handed over meanwhile): never started.
-    for (const unused of granted.values()) void unused.end('stopped');
-    for (const ns of this.#campaign.surplus(answer, this.#namespaces, this.#leaderships.names())) {
-      demote(ns, 'handed-over');
-      this.#giving.set(ns, 'handed-over');
-    }
-    return counts;
   }
 
   /**
