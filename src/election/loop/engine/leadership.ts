@@ -1,10 +1,11 @@
-import { outsideRuns } from '../../db/run-guard';
-import { Lease, MAX_TIMER_MS } from './elector-options';
-import { DemotionReason, LeadershipEndedError } from './errors';
-import type { LocalDeadline } from './monotonic';
+import { outsideRuns } from '../../../db/run-guard';
+import { Lease, MAX_TIMER_MS } from '../elector-options';
+import { DemotionReason, LeadershipEndedError } from '../errors';
+import type { LocalDeadline } from '../monotonic';
 
 /**
- * The callback rule of both loops (`LeaderElector`, `LeaderElectorGroup`), written once:
+ * The callback rule of the loop engine (so of `LeaderElector`, `LeaderElectorGroup` and whatever
+ * else builds on `engine.ts`), written once:
  * - A leadership's local deadline is armed when the tick's answer grants it, before any user
  *   code runs (the old term's `onStoppedLeading` included); arming never ends it on the spot.
  * - It is started — `onStartedLeading` called, then `'elected'` — before anything can end it: an
