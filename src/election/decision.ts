@@ -213,3 +213,20 @@ export function decideFence(row: LeaseRow | undefined, now: Instant, candidateId
   if (term !== undefined && term !== row.term) return { branch: 'A3', pass: false, leaderId, term: row.term };
   return { branch: 'A', pass: true, leaderId: candidateId, term: row.term };
 }
+
+/**
+ * The rule every path of `elect` applies, given the leader row as read under the lock and the
+ * caller's standing: {@link judgeElect}, the reference decision (the branches named above). A leader always renews and is told to hand over when it is ineligible or outranked; a
+ * vacant or expired lease is taken only by an eligible candidate that no live eligible candidate
+ * outranks. Leadership therefore only ever moves to strictly higher priority while the candidates
+ * stay the same: it cannot go back and forth.
+ */
+export function decide(
+  row: { readonly leaderId: string | null; readonly live: boolean },
+  candidateId: string,
+  standing: CallerStanding,
+  fields: CallerFields,
+): { renewing: boolean; takes: boolean; handOver: boolean } {
+  const { renewing, takes, handOver } = judgeElect(row, candidateId, standing, fields);
+  return { renewing, takes, handOver };
+}

@@ -90,3 +90,10 @@ export function fairShare(n: number, members: readonly string[], me: string): nu
   const k = sorted.length;
   return Math.floor(n / k) + (rank < n % k ? 1 : 0);
 }
+
+/**
+ * How many namespaces one statement names at most on MySQL/MariaDB (each costs one placeholder,
+ * some statements name them twice; the protocol allows 65,535 placeholders per statement). Larger
+ * groups are sent in batches of this size inside the same transaction.
+ */
+export const GROUP_BATCH_SIZE = 1_000;

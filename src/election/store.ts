@@ -5,7 +5,6 @@ import { partsOf } from '../databases/parts';
 import type { SharedStore } from '../databases/contract/store';
 import { execute } from '../db/session';
 import { Bound, raw, RawSql, sql, SqlFragment } from '../db/sql';
-import { judgeElect } from './decision';
 import type { LeaseChange } from './observe/listen-options';
 import type { CandidateRow, LeaderRow, ObservedLeader, Standing } from './rows';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
@@ -26,24 +25,7 @@ export type { LeaseChange } from './observe/listen-options';
  * folder (`databases/<db>/elect.ts`) from the shared ones and reached through `partsOf`.
  */
 
-/**
- * The rule every path of `elect` applies, given the leader row as read under the lock and the
- * caller's standing: {@link judgeElect}, the reference decision (see `decision.ts`, which names its
- * branches). A leader always renews and is told to hand over when it is ineligible or outranked; a
- * vacant or expired lease is taken only by an eligible candidate that no live eligible candidate
- * outranks. Leadership therefore only ever moves to strictly higher priority while the candidates
- * stay the same: it cannot go back and forth.
- */
-export function decide(
-  row: Pick<LeaderRow, 'leaderId' | 'live'>,
-  candidateId: string,
-  standing: Standing,
-  fields: CandidateFields,
-): { renewing: boolean; takes: boolean; handOver: boolean } {
-  const { renewing, takes, handOver } = judgeElect(row, candidateId, standing, fields);
-  return { renewing, takes, handOver };
-}
-
+export { decide } from './decision';
 
 export function createStore(context: DbContext) {
   const { dialect: d } = context;

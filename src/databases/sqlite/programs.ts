@@ -8,7 +8,7 @@ import { runSyncStep, SyncStep } from './sync-step';
 import { Bound, raw, slot, sql, SqlFragment } from '../../db/sql';
 import { createHistoryStatements } from '../../election/observe/history';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
-import { decide } from '../../election/store';
+import { decide } from '../../election/decision';
 import type { ElectDecision, LeaderRow, Standing } from '../../election/rows';
 import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
 import type { ElectionPrograms, ProgramsPart } from '../contract/programs';

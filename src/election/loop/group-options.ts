@@ -7,12 +7,7 @@ import { checkNs, checkOptions } from '../validate';
 /** Whether a group balances its namespaces with the other groups campaigning for them unless told: false. */
 export const DEFAULT_GROUP_BALANCE = false;
 
-/**
- * How many namespaces one statement names at most on MySQL/MariaDB (each costs one placeholder,
- * some statements name them twice; the protocol allows 65,535 placeholders per statement). Larger
- * groups are sent in batches of this size inside the same transaction.
- */
-export const GROUP_BATCH_SIZE = 1_000;
+export { GROUP_BATCH_SIZE } from '../group-tick';
 
 /**
  * The options of a {@link LeaderElectorGroup}: those of `LeaderElector` with `namespaces` instead
