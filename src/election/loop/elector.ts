@@ -17,11 +17,14 @@ import { deliversLeaseChanges, LeaseChangeSubscription, ListenSubscriber, Listen
 import { ElectionService, ElectOutcome } from '../service';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from '../store';
+import type { NotificationsState } from './notifications-state';
 import { ClockSkewAlarm, ElectorTick, measureClockSkew } from './tick';
 import { DemotionReason, LeaderElectorError } from './errors';
 import { Leadership, LeadershipHooks, StoppedCallbacks } from './leadership';
+import { NotificationsReporter } from './notifications-state';
 export { LeaderElectorError, LeadershipEndedError } from './errors';
 export type { DemotionReason, ElectorErrorPhase } from './errors';
+export type { NotificationsState } from './notifications-state';
 
 /** Events of a {@link LeaderElector}. */
 export interface LeaderElectorEvents {
@@ -33,9 +36,15 @@ export interface LeaderElectorEvents {
   leader: [leaderId: string | null, term: number | null];
   /**
    * A tick, the LISTEN connection or a callback failed, or (phase `clock`) the database clock is
-   * off this host's by more than `clockSkewWarningSeconds`; the loop carries on.
+   * off this host's by more than `clockSkewWarningSeconds`; the loop carries on. A LISTEN outage
+   * is one error (and a reminder a minute while it lasts), not one per reconnect attempt.
    */
   error: [error: LeaderElectorError];
+  /**
+   * PostgreSQL: LISTEN went `down` (hand-overs are noticed by ticks until it is back), is `up`
+   * again after that, or is `off` for good (a transaction-mode pooler). See {@link NotificationsState}.
+   */
+  notifications: [state: NotificationsState];
   /**
    * A tick's `elect` answered or failed: outcome, duration and the database clock's skew. For
    * observers such as `gemstone-utils/metrics`; emitted after the tick's other events.
@@ -769,12 +778,17 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   // ---- PostgreSQL LISTEN ----------------------------------------------------------------------
 
   #listen(dataSource: DataSource, target: ListenTarget): LeaseChangeSubscription {
+    const notifications = new NotificationsReporter(
+      (message, error) => this.#report(new LeaderElectorError('listen', this, message, error)),
+      (state) => this.#emitSafely('notifications', state),
+    );
     const subscriber: ListenSubscriber = {
       ns: this.ns,
       onChange: (change) => this.#onLeaseChange(change),
-      onError: (error) => this.#report(new LeaderElectorError('listen', this, 'the PostgreSQL LISTEN connection failed (reconnecting with backoff; ticks go on)', error)),
+      onError: (error) => notifications.down(error),
       onResync: () => this.#kick(),
-      onUnavailable: (error) => this.#report(new LeaderElectorError('listen', this, 'LISTEN does not deliver notifications here; falling back to ticks', error)),
+      onRestored: (outage) => notifications.up(outage),
+      onUnavailable: (error) => notifications.off(error),
     };
     return subscribeToLeaseChanges(dataSource, subscriber, target);
   }
@@ -840,7 +854,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     }
   }
 
-  #emitSafely<K extends 'elected' | 'demoted' | 'leader' | 'tick'>(event: K, ...args: LeaderElectorEvents[K]): void {
+  #emitSafely<K extends 'elected' | 'demoted' | 'leader' | 'tick' | 'notifications'>(event: K, ...args: LeaderElectorEvents[K]): void {
     try {
       outsideRuns(() => (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args));
     } catch (error) {

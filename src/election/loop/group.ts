@@ -21,6 +21,7 @@ import { pruneIfDue, settlesWithin } from './loop-support';
 import { deliversLeaseChanges, LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from '../observe/lease-changes';
 import { stopOnSignals } from './shutdown';
 import type { LeaseChange } from '../store';
+import { NotificationsReporter, type NotificationsState } from './notifications-state';
 import { ClockSkewAlarm, measureClockSkew } from './tick';
 import { checkNs } from '../validate';
 
@@ -45,8 +46,17 @@ export interface LeaderElectorGroupEvents {
   demoted: [lease: Lease, reason: DemotionReason];
   /** The observed leader or term of `ns` changed (`null, null` when known vacant). */
   leader: [ns: string, leaderId: string | null, term: number | null];
-  /** A tick, the LISTEN connection, a callback, a hand-over or the stop failed; the loop carries on. */
+  /**
+   * A tick, the LISTEN connection, a callback, a hand-over or the stop failed; the loop carries
+   * on. A LISTEN outage is one error (and a reminder a minute while it lasts), not one per
+   * reconnect attempt.
+   */
   error: [error: LeaderElectorGroupError];
+  /**
+   * PostgreSQL, for the whole group: LISTEN went `down` (hand-overs are noticed by ticks until it
+   * is back), is `up` again after that, or is `off` for good. See {@link NotificationsState}.
+   */
+  notifications: [state: NotificationsState];
   /** After every tick: counts, duration and the database clock's skew. */
   tick: [tick: GroupTick];
 }
@@ -686,13 +696,18 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
   // ---- PostgreSQL LISTEN ----------------------------------------------------------------------
 
   #listen(dataSource: DataSource, url: string | undefined): LeaseChangeSubscription {
+    const notifications = new NotificationsReporter(
+      (message, error) => void this.#report('listen', null, message, error),
+      (state) => this.#emitSafely('notifications', state),
+    );
     const subscriber: ListenSubscriber = {
       ns: '',
       matches: (ns) => this.#namespaces.has(ns),
       onChange: (change) => this.#onLeaseChange(change),
-      onError: (error) => this.#report('listen', null, 'the PostgreSQL LISTEN connection failed (reconnecting with backoff; ticks go on)', error),
+      onError: (error) => notifications.down(error),
       onResync: () => this.#kick(),
-      onUnavailable: (error) => this.#report('listen', null, 'LISTEN does not deliver notifications here; falling back to ticks', error),
+      onRestored: (outage) => notifications.up(outage),
+      onUnavailable: (error) => notifications.off(error),
     };
     return subscribeToLeaseChanges(dataSource, subscriber, { url });
   }
@@ -729,7 +744,7 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
     this.#emitSafely('tick', Object.freeze({ candidateId: this.candidateId, ...tick }));
   }
 
-  #emitSafely<K extends 'elected' | 'demoted' | 'leader' | 'tick'>(event: K, ...args: LeaderElectorGroupEvents[K]): void {
+  #emitSafely<K extends 'elected' | 'demoted' | 'leader' | 'tick' | 'notifications'>(event: K, ...args: LeaderElectorGroupEvents[K]): void {
     try {
       outsideRuns(() => (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args));
     } catch (error) {

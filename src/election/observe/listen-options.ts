@@ -24,6 +24,12 @@ export interface LeaseChange {
 export const DEFAULT_LISTEN_RECONNECT_MIN_MS = 100;
 /** Longest delay between reconnection attempts of the LISTEN connection. */
 export const DEFAULT_LISTEN_RECONNECT_MAX_MS = 5_000;
+/**
+ * While LISTEN stays down, how often the outage is reported again: its first failure is reported
+ * at once, the reconnect attempts that follow (every few seconds at most) are not, except as one
+ * reminder per this interval.
+ */
+export const LISTEN_DOWN_REPORT_INTERVAL_MS = 60_000;
 /** Connection timeout of the LISTEN connection unless the DataSource sets `connectTimeoutMS`. */
 export const DEFAULT_LISTEN_CONNECT_TIMEOUT_MS = 10_000;
 /**
