@@ -73,3 +73,11 @@ export function finished(child: ChildProcess, timeoutMs = 30_000): Promise<CliRe
 export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
   return finished(startCli(args, options), options.timeoutMs);
 }
+
+/**
+ * The pids of every worker process a demo's log names: `worker-1 started (pid 123, …)`, and
+ * `worker-1 restarted as worker-1.2 (pid 456, …)` for a process started in the place of another.
+ */
+export function workerPids(log: string): number[] {
+  return [...log.matchAll(/(?:started|restarted as worker-[\d.]+) \(pid (\d+),/g)].map((m) => Number(m[1]));
+}

@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { initDb } from 'gemstone-utils';
 import { describeEachDatabase, query } from '../support/databases';
-import { CLI, finished, ROOT, runCli, startCli } from './cli';
+import { CLI, finished, ROOT, runCli, startCli, workerPids } from './cli';
 
 const DEMO_TABLES = ['gemstone_demo_ledger', 'gemstone_demo_term'];
 
@@ -67,7 +67,7 @@ describe('gemstone-election demo: signals and clean-up', () => {
     expect(stdout).toMatch(/stopped leading term \d+: stopped/); // the leader handed over
     expect(stdout).toMatch(/^summary \(/m);
     expect(stdout).toMatch(/^ {2}ledger writes committed:\s+[1-9]/m);
-    const pids = [...stdout.matchAll(/started \(pid (\d+),/g)].map((m) => Number(m[1]));
+    const pids = workerPids(stdout);
     expect(pids).toHaveLength(3);
     expect(pids.filter(alive)).toEqual([]);
 
@@ -115,7 +115,7 @@ describe('gemstone-election demo: a wrapper killed with SIGKILL', () => {
       const output = fs.readFileSync(log, 'utf8');
       expect({ demoAlive: alive(demoPid), output }).toEqual({ demoAlive: false, output: expect.stringMatching(/^summary \(/m) });
       expect(output).toContain('interrupted: stopping (SIGHUP;');
-      const pids = [...output.matchAll(/started \(pid (\d+),/g)].map((m) => Number(m[1]));
+      const pids = workerPids(output);
       expect(pids).toHaveLength(3);
       expect(pids.filter(alive)).toEqual([]);
       expect(await sqliteTables(file)).toEqual(['gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader']);
