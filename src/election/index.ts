@@ -1,9 +1,10 @@
-import 'reflect-metadata';
 /**
  * `gemstone-utils/election` — SQL-backed leader election. Importing this module registers the
  * election tables on the shared base (`GemstoneDB`), so `initDb` creates them.
  * @packageDocumentation
+ * @module gemstone-utils/election
  */
+import 'reflect-metadata';
 // The database folders register their dialects (see src/databases/registry.ts).
 import '../databases';
 import { GemstoneDB } from '../db/registry';

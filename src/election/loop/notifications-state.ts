@@ -15,9 +15,26 @@ import type { ListenOutage } from '../../databases/contract/notifications';
  *   given up for good, reported once as `'error'`; hand-overs are noticed by the ticks.
  */
 export type NotificationsState =
-  | { readonly state: 'down'; readonly error: Error }
-  | { readonly state: 'up'; readonly downMs: number; readonly failures: number }
-  | { readonly state: 'off'; readonly error: Error };
+  | {
+      /** LISTEN was lost or could not be made; it is being made again. */
+      readonly state: 'down';
+      /** The failure that began the outage. */
+      readonly error: Error;
+    }
+  | {
+      /** LISTEN delivers again after a `down`. */
+      readonly state: 'up';
+      /** From the outage's first failure until LISTEN delivered again (host monotonic clock), in milliseconds. */
+      readonly downMs: number;
+      /** Failures during the outage: the loss (or failed attempt) that began it and each reconnect attempt that failed. */
+      readonly failures: number;
+    }
+  | {
+      /** LISTEN does not deliver on this connection and is given up for good. */
+      readonly state: 'off';
+      /** Why it was given up. */
+      readonly error: Error;
+    };
 
 /**
  * One loop's side of the LISTEN state, written once for the elector and the group: the first

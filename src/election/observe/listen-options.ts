@@ -14,9 +14,11 @@ export const NOTIFY_CHANNEL = 'gemstone_election';
  * the database; listeners drop news about another schema's or prefix's tables.
  */
 export interface LeaseChange {
+  /** The namespace whose lease changed. */
   ns: string;
   /** The new leader, or null when the lease was vacated. */
   leaderId: string | null;
+  /** The term of the new leader, or of the leadership that was vacated. */
   term: number;
 }
 
