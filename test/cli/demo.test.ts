@@ -42,7 +42,10 @@ async function runThroughFailover(args: readonly string[], options: { cwd?: stri
     }
     return false;
   };
-  await waitFor('a chaos SIGKILL of the leader, then another worker elected and writing', failedOver, 180_000, 50);
+  await waitFor('a chaos SIGKILL of the leader, then another worker elected and writing', failedOver, 180_000, 50).catch((error: Error) => {
+    child.kill('SIGKILL');
+    throw new Error(`${error.message}; the demo's output:\n${stdout.slice(-4000)}`);
+  });
   child.kill('SIGINT');
   return done;
 }
