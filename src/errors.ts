@@ -38,7 +38,9 @@ export class ValidationError extends GemstoneError {
  * another term). Leader-only writes in that transaction must not be committed.
  */
 export class NotLeaderError extends GemstoneError {
+  /** The namespace whose leadership was checked. */
   readonly ns: string;
+  /** The candidate that is not the leader. */
   readonly candidateId: string;
   /** The current unexpired leader, or null when the namespace has no live leader. */
   readonly leaderId: string | null;

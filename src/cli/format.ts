@@ -14,6 +14,33 @@ export function roundMs<T extends number | null>(ms: T): T {
   return (ms === null ? null : Math.round(ms * 10) / 10) as T;
 }
 
+/**
+ * Orders names as a reader expects: runs of digits by their value (`shard-2` before `shard-10`),
+ * everything else by code unit, the same on every host (no locale). Names equal but for leading
+ * zeros (`a-01`, `a-1`) are ordered by code unit, so the order is total.
+ */
+export function naturalCompare(a: string, b: string): number {
+  const left = a.split(/(\d+)/);
+  const right = b.split(/(\d+)/);
+  // split() with a capture group alternates: text at even indexes, digit runs at odd ones.
+  for (let i = 0; i < Math.min(left.length, right.length); i++) {
+    const x = left[i]!;
+    const y = right[i]!;
+    if (x === y) continue;
+    if (i % 2 === 1) {
+      const xv = x.replace(/^0+(?=\d)/, '');
+      const yv = y.replace(/^0+(?=\d)/, '');
+      // Compared as text of equal length: any number of digits, no precision lost.
+      if (xv.length !== yv.length) return xv.length - yv.length;
+      if (xv !== yv) return xv < yv ? -1 : 1;
+      continue;
+    }
+    return x < y ? -1 : 1;
+  }
+  if (left.length !== right.length) return left.length - right.length;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** The first block of a UUID: enough to tell candidates apart on screen. */
 export function shortId(id: string | null | undefined): string {
   return id ? id.slice(0, 8) : '-';

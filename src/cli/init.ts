@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../election/schema';
 import { contextOf } from '../db/context';
-import { connect, disconnect, redact, resolveUrl, withTableOptions } from './target';
+import { connect, disconnect, fallbackNote, redact, resolveUrl, withTableOptions } from './target';
 import { URL_OPTION_HELP } from './options';
 
 interface InitOptions {
@@ -20,6 +20,8 @@ async function init(options: InitOptions): Promise<void> {
   });
   await disconnect(dataSource);
   process.stdout.write(`election tables ready in ${redact(url)}: ${names.join(', ')}\n`);
+  const note = fallbackNote(url);
+  if (note !== undefined) process.stderr.write(`gemstone-election: ${note}\n`);
 }
 
 /** `gemstone-election init`: `initDb` with table creation. */

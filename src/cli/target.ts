@@ -7,7 +7,7 @@ import { initDb } from '../db/init-db';
 import { DEFAULT_DB_URL, optionsFromUrl, redactIn, redactUrl } from '../db/url';
 import { CliError, oneLine } from './errors';
 import { initHint, TableNames } from './hint';
-import { urlFromEnvironment } from '../db/env-url';
+import { DATABASE_URL_VARIABLES, urlFromEnvironment } from '../db/env-url';
 import { DatabaseSetupError, TablesMissingError } from '../errors';
 
 /** How long the CLI waits for a database server to accept a connection. */
@@ -30,13 +30,42 @@ function isFallback(url: string): boolean {
   return url === DEFAULT_DB_URL && urlFromEnvironment() === undefined;
 }
 
+/**
+ * How to name the application's database, for a command that fell back to the embedded file: both
+ * variables, and a URL of every database the package supports (the CLI cannot know which one the
+ * application uses, and must not suggest creating a SQLite file to a PostgreSQL user).
+ */
+function urlAdvice(): string {
+  const examples = allTargets().map((target) => target.example);
+  const listed = `${examples.slice(0, -1).join(', ')} or ${examples[examples.length - 1]}`;
+  const [specific, general] = DATABASE_URL_VARIABLES;
+  return `pass --url with your application's database URL (${listed}), or set ${general} to it (or ${specific}, which wins over ${general})`;
+}
+
 /** What to run when a command found no database at `url` (the app's database when it fell back). */
 function noDatabaseHint(url: string, file: string, names: TableNames): string {
   if (!isFallback(url)) return `no database at ${redact(url)}: the file ${file} does not exist (run ${initHint(url, names)})`;
-  return (
-    `no database given: pass --url with your application's database URL (e.g. --url postgres://user@host:5432/app), ` +
-    `or set DATABASE_URL (or GEMSTONE_DB_URL); without them the CLI opens ${DEFAULT_DB_URL}, and ${file} does not exist here`
-  );
+  return `no database given: ${urlAdvice()}; without them the CLI opens ${DEFAULT_DB_URL}, and ${file} does not exist here`;
+}
+
+/**
+ * The election tables (`what`) are missing at `url`: the `init` command for that database, or,
+ * when the CLI fell back to the embedded file, how to name the application's database instead.
+ */
+export function missingTablesError(url: string, names: TableNames, cause: unknown, what = 'the election tables are'): CliError {
+  const message = isFallback(url)
+    ? `${what} missing in ${DEFAULT_DB_URL}, the file the CLI opens when no database is given: ${urlAdvice()}`
+    : `${what} missing in ${redact(url)} (run ${initHint(url, names)})`;
+  return new CliError(message, { cause });
+}
+
+/**
+ * What `init` adds when it fell back to the embedded file: it did create the tables there, which is
+ * what a demo wants and rarely what an application does.
+ */
+export function fallbackNote(url: string): string | undefined {
+  if (!isFallback(url)) return undefined;
+  return `note: no database given, so this initialized the embedded file ${DEFAULT_DB_URL} in ${process.cwd()}; for your application's database, ${urlAdvice()}`;
 }
 
 /** The URL without its password, for messages; the user name stays. */

@@ -5,6 +5,7 @@
  * with {@link serveDashboard} (what `gemstone-election dashboard` does). Importing it registers
  * the election tables on `GemstoneDB`, as `gemstone-utils` does.
  * @packageDocumentation
+ * @module gemstone-utils/dashboard
  */
 // The database folders register their dialects (see src/databases/registry.ts).
 import '../databases';

@@ -11,6 +11,7 @@ export const DEFAULT_DASHBOARD_PORT = 8080;
 /** The address it listens on unless told otherwise: loopback only. */
 export const DEFAULT_DASHBOARD_HOST = '127.0.0.1';
 
+/** Options of {@link serveDashboard}: the dashboard's own (without `basePath`: it is served at the root) and its server's. */
 export interface DashboardServerOptions extends Omit<DashboardOptions, 'basePath'> {
   /** TCP port; 0 picks a free one. Default {@link DEFAULT_DASHBOARD_PORT}. */
   readonly port?: number;
@@ -20,11 +21,15 @@ export interface DashboardServerOptions extends Omit<DashboardOptions, 'basePath
   readonly warn?: (message: string) => void;
 }
 
+/** A dashboard on an HTTP server of its own, as {@link serveDashboard} started it. */
 export interface DashboardServer {
   /** `http://<host>:<port>/`. */
   readonly url: string;
+  /** The address it listens on. */
   readonly host: string;
+  /** The port it listens on (the one picked when 0 was asked for). */
   readonly port: number;
+  /** The request handler it serves. */
   readonly dashboard: Dashboard;
   /** Closes the dashboard (its streams end), then the server and its connections. */
   close(): Promise<void>;

@@ -1,6 +1,7 @@
 /**
  * `gemstone-utils/db` — the shared base that plugin modules register their tables on.
  * @packageDocumentation
+ * @module gemstone-utils/db
  */
 // The database folders register their dialects (see src/databases/registry.ts).
 import '../databases';

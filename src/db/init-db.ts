@@ -14,6 +14,7 @@ import { DEFAULT_DB_URL, optionsFromUrl } from './url';
 /** Default of {@link InitDbOptions.createTables}. */
 export const DEFAULT_CREATE_TABLES = true;
 
+/** The options of {@link initDb}. */
 export interface InitDbOptions {
   /**
    * Create the registered tables and indexes if they are missing — only those; the application's

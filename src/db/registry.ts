@@ -23,10 +23,13 @@ export interface TableInstaller {
   install(dataSource: import('typeorm').DataSource): Promise<void>;
 }
 
+/** What a plugin module registers on `GemstoneDB` when it is imported; every part is optional. */
 export interface Registration {
   /** Entity classes or `EntitySchema`s; `initDb` creates their missing tables and indexes. */
   entities?: readonly RegisteredEntity[];
+  /** Migration classes that create the same tables, for applications that run migrations instead of `initDb`'s DDL. */
   migrations?: readonly MigrationClass[];
+  /** DDL `initDb` runs for tables the entities alone do not describe (see {@link TableInstaller}). */
   installers?: readonly TableInstaller[];
 }
 

@@ -5,6 +5,7 @@ import { contextOf } from './context';
 import { DEFAULT_SQLITE_WAIT_MS } from './defaults';
 import { DEFAULT_CONFLICT_RETRIES, inTransaction } from './session';
 
+/** The options of {@link withTransaction}. */
 export interface WithTransactionOptions {
   /**
    * How often a deadlock, lock wait timeout or busy SQLite database reruns `work` (in a new

@@ -1,9 +1,10 @@
-import 'reflect-metadata';
 /**
  * `gemstone-utils/election` — SQL-backed leader election. Importing this module registers the
  * election tables on the shared base (`GemstoneDB`), so `initDb` creates them.
  * @packageDocumentation
+ * @module gemstone-utils/election
  */
+import 'reflect-metadata';
 // The database folders register their dialects (see src/databases/registry.ts).
 import '../databases';
 import { GemstoneDB } from '../db/registry';
@@ -58,7 +59,7 @@ export type { LeaseChange } from './observe/listen-options';
 export type { Session } from '../db/session';
 export { GemstoneError, ValidationError, NotLeaderError, NotInitializedError, SqliteTransactionOpenError, SessionRequiredError } from '../errors';
 export { LeaderElector, LeadershipEndedError, LeaderElectorError } from './loop/elector';
-export type { DemotionReason, ElectorErrorPhase, LeaderElectorEvents } from './loop/elector';
+export type { DemotionReason, ElectorErrorPhase, LeaderElectorEvents, NotificationsState } from './loop/elector';
 export { LeaderElectorGroup, LeaderElectorGroupError } from './loop/group';
 export type { LeaderElectorGroupEvents } from './loop/group';
 export { DEFAULT_GROUP_BALANCE, GROUP_BATCH_SIZE } from './loop/group-options';
@@ -85,4 +86,5 @@ export {
   DEFAULT_LISTEN_CONNECT_TIMEOUT_MS,
   DEFAULT_LISTEN_PROBE_TIMEOUT_MS,
   LISTEN_APPLICATION_NAME,
+  LISTEN_DOWN_REPORT_INTERVAL_MS,
 } from './observe/listen-options';

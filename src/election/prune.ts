@@ -26,6 +26,7 @@ export interface PruneHistoryOptions {
   readonly session?: Session;
 }
 
+/** The options of {@link pruneExpiredCandidates}. */
 export interface PruneExpiredCandidatesOptions {
   /** Seconds a candidate row must have been expired before it is deleted. Default {@link DEFAULT_CANDIDATE_RETENTION_SECONDS}. */
   readonly retentionSeconds?: number;

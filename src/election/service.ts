@@ -29,10 +29,13 @@ import {
 
 /** The current lease of a namespace. */
 export interface LeaderInfo {
+  /** The namespace. */
   ns: string;
+  /** The candidate that holds the unexpired lease. */
   leaderId: string;
   /** Fencing token of this leadership. */
   term: number;
+  /** When the lease runs out unless renewed (database clock). */
   leaseExpiresAt: Date;
   /**
    * Database clock at the last write of the leader row: a grant, renewal or vacancy, and on
@@ -45,6 +48,7 @@ export interface LeaderInfo {
 
 /** An active candidate, as `getCandidates` reports it. */
 export interface CandidateInfo {
+  /** The candidate's UUID, lower-case. */
   candidateId: string;
   /** Database clock at its last register / heartbeat / elect. */
   lastHeartbeatAt: Date;
@@ -63,6 +67,7 @@ export interface CandidateCallOptions extends CallOptions, CandidateOptions {}
 
 /** What one `elect` decided: `elect` returns `leaderId`; the LeaderElector needs the rest. */
 export interface ElectOutcome {
+  /** The namespace. */
   ns: string;
   /**
    * The leader after the call: the caller or whoever holds an unexpired lease; null when nobody
@@ -90,6 +95,7 @@ export interface ElectOutcome {
   databaseNow: Date;
 }
 
+/** The options of an {@link ElectionService}. */
 export interface ElectionServiceOptions {
   /** Lease and candidate expiry in seconds. Default {@link DEFAULT_EXPIRE_SECONDS} (60). */
   readonly expireSeconds?: number;

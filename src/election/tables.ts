@@ -9,8 +9,11 @@ import { raw, RawSql } from '../db/sql';
  * re-exports all of it.
  */
 
+/** The candidates' table: one row per namespace and candidate, with its expiry. */
 export const CANDIDATE_TABLE = 'gemstone_election_candidate';
+/** The leaders' table: one row per namespace, with the lease and its term. */
 export const LEADER_TABLE = 'gemstone_election_leader';
+/** The history table: one row per term. */
 export const HISTORY_TABLE = 'gemstone_election_history';
 export const CANDIDATE_INDEX = 'IDX_gemstone_election_candidate_ns_expires_at';
 export const HISTORY_INDEX = 'IDX_gemstone_election_history_ended_at';

@@ -115,6 +115,7 @@ export const DEFAULT_PRIORITY = 0;
 export const DEFAULT_ELIGIBLE = true;
 /** The priority range: a 32-bit signed integer, as every supported database stores it. */
 export const MIN_PRIORITY = -2_147_483_648;
+/** The highest priority (see {@link MIN_PRIORITY}). */
 export const MAX_PRIORITY = 2_147_483_647;
 
 /** JSON object values: what `JSON.stringify` writes and `JSON.parse` reads back unchanged. */

@@ -4,6 +4,7 @@
  * only when Prometheus metrics are created, and OpenTelemetry is used only through the `Meter`
  * you pass in. Importing this module registers nothing and needs neither.
  * @packageDocumentation
+ * @module gemstone-utils/metrics
  */
 // The database folders register their dialects (see src/databases/registry.ts).
 import '../databases';

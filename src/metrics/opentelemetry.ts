@@ -9,19 +9,28 @@ export type OpenTelemetryAttributes = Record<string, string>;
 
 /** Instrument options as `@opentelemetry/api` takes them (the subset used). */
 export interface OpenTelemetryInstrumentOptions {
+  /** The instrument's help text. */
   description?: string;
+  /** Its unit (`s` for the durations). */
   unit?: string;
-  advice?: { explicitBucketBoundaries?: number[] };
+  /** Hints to the SDK; here the histogram's bucket boundaries. */
+  advice?: {
+    /** Bucket boundaries of a histogram, in its unit. */
+    explicitBucketBoundaries?: number[];
+  };
 }
 
 /** An asynchronous instrument of `@opentelemetry/api`. */
 export interface OpenTelemetryObservable {
+  /** Adds a callback that reports the instrument's value when the SDK collects. */
   addCallback(callback: never): void;
+  /** Removes a callback added with `addCallback`. */
   removeCallback(callback: never): void;
 }
 
 /** What a batch observable callback of `@opentelemetry/api` receives. */
 export interface OpenTelemetryBatchObservableResult {
+  /** Reports one value of `observable` with its attributes. */
   observe(observable: OpenTelemetryObservable, value: number, attributes?: OpenTelemetryAttributes): void;
 }
 
@@ -30,13 +39,31 @@ export interface OpenTelemetryBatchObservableResult {
  * the methods used: this package needs neither `@opentelemetry/api` installed nor its types.
  */
 export interface OpenTelemetryMeter {
-  createCounter(name: string, options?: OpenTelemetryInstrumentOptions): { add(value: number, attributes?: OpenTelemetryAttributes): void };
-  createHistogram(name: string, options?: OpenTelemetryInstrumentOptions): { record(value: number, attributes?: OpenTelemetryAttributes): void };
+  /** A monotonic sum (the transitions and elect errors). */
+  createCounter(
+    name: string,
+    options?: OpenTelemetryInstrumentOptions,
+  ): {
+    /** Adds `value` to the series of `attributes`. */
+    add(value: number, attributes?: OpenTelemetryAttributes): void;
+  };
+  /** A histogram (the elect durations, in seconds). */
+  createHistogram(
+    name: string,
+    options?: OpenTelemetryInstrumentOptions,
+  ): {
+    /** Records one measurement in the series of `attributes`. */
+    record(value: number, attributes?: OpenTelemetryAttributes): void;
+  };
+  /** An asynchronous gauge (leadership, term, clock skew), read when the SDK collects. */
   createObservableGauge(name: string, options?: OpenTelemetryInstrumentOptions): OpenTelemetryObservable;
+  /** One callback that reports several observable instruments at once. */
   addBatchObservableCallback(callback: (result: OpenTelemetryBatchObservableResult) => void, observables: OpenTelemetryObservable[]): void;
+  /** Removes a callback added with `addBatchObservableCallback`. */
   removeBatchObservableCallback(callback: (result: OpenTelemetryBatchObservableResult) => void, observables: OpenTelemetryObservable[]): void;
 }
 
+/** The options of {@link createOpenTelemetryMetrics}. */
 export interface OpenTelemetryMetricsOptions {
   /**
    * Bucket boundaries of `gemstone_election_elect_duration_seconds`, passed as the histogram's

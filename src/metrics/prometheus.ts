@@ -10,11 +10,15 @@ import { ElectorObserver } from './observer';
  * on prom-client's).
  */
 export interface PrometheusRegistry {
+  /** The metric registered under `name`, if any. */
   getSingleMetric(name: string): unknown;
+  /** Unregisters the metric named `name`. */
   removeSingleMetric(name: string): void;
+  /** Registers a metric. */
   registerMetric(metric: unknown): void;
 }
 
+/** The options of {@link createPrometheusMetrics}. */
 export interface PrometheusMetricsOptions {
   /** Where the instruments are registered. Default: prom-client's global `register`. */
   readonly registry?: PrometheusRegistry;

@@ -8,8 +8,11 @@ export const DEFAULT_HEALTH_KEY = 'election';
 
 /** What the indicator reports under its key, besides terminus's `status`. */
 export interface ElectionHealthDetails {
+  /** The elector's namespace. */
   readonly ns: string;
+  /** The elector's candidate id. */
   readonly candidateId: string;
+  /** `leader`, `follower` or `stopped`, as `elector.health()` says. */
   readonly role: ElectorRole;
   /** The observed leader's candidate id; null when vacant or unknown. */
   readonly leaderId: string | null;
@@ -24,7 +27,13 @@ export interface ElectionHealthDetails {
 }
 
 /** `{ [key]: { status, ...details } }`, the shape of terminus's `HealthIndicatorResult`. */
-export type ElectionHealthResult = Record<string, ElectionHealthDetails & { readonly status: 'up' | 'down' }>;
+export type ElectionHealthResult = Record<
+  string,
+  ElectionHealthDetails & {
+    /** terminus's verdict: `up` when `elector.health().ok`. */
+    readonly status: 'up' | 'down';
+  }
+>;
 
 /** `@nestjs/terminus` is an optional peer: loaded only when a check runs. */
 function loadTerminus(): typeof Terminus {

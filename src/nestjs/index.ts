@@ -5,6 +5,7 @@
  * `@nestjs/typeorm`; `@nestjs/terminus` only for the health indicator. Importing it registers the
  * election tables on `GemstoneDB`, as `gemstone-utils` does.
  * @packageDocumentation
+ * @module gemstone-utils/nestjs
  */
 // The database folders register their dialects (see src/databases/registry.ts).
 import '../databases';

@@ -5,6 +5,7 @@
  */
 import { ChildProcess, spawn } from 'child_process';
 import * as path from 'path';
+import { waitFor } from '../elector/helpers';
 
 export const ROOT = path.join(__dirname, '..', '..');
 export const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
@@ -72,4 +73,31 @@ export function finished(child: ChildProcess, timeoutMs = 30_000): Promise<CliRe
 /** Runs the CLI to its end. */
 export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
   return finished(startCli(args, options), options.timeoutMs);
+}
+
+/**
+ * The pids of every worker process a demo's log names: `worker-1 started (pid 123, …)`, and
+ * `worker-1 restarted as worker-1.2 (pid 456, …)` for a process started in the place of another.
+ */
+export function workerPids(log: string): number[] {
+  return [...log.matchAll(/(?:started|restarted as worker-[\d.]+) \(pid (\d+),/g)].map((m) => Number(m[1]));
+}
+
+/**
+ * `demo --json --chaos` (log on stderr, summary on stdout) run until a chaos kill was followed by
+ * another worker's election — the takeover its summary measures — then Ctrl-C (exit 130, summary
+ * printed). A fixed short duration left a machine busy beside two busy loops without a takeover.
+ */
+export async function jsonDemoThroughTakeover(args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
+  const child = startCli(['demo', '--json', '--chaos', '--chaos-every', '1.5', '--lease', '1', '--duration', '600', ...args], options);
+  const done = finished(child, 240_000);
+  let log = '';
+  child.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  const tookOver = () => {
+    const kill = log.indexOf('chaos: SIGKILL');
+    return kill >= 0 && log.indexOf('became leader', kill) >= 0;
+  };
+  await waitFor('a chaos kill, then another worker elected', tookOver, 180_000, 50);
+  child.kill('SIGINT');
+  return done;
 }

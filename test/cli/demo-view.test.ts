@@ -39,13 +39,13 @@ describe('gemstone-election demo output', () => {
     const all = events(log);
     // The path is one word longer than a line: split, and joined back here with a space.
     expect(all[0]!.replace(/ /g, '')).toContain(`workerson sqlite:${file}, namespace "demo", lease 1s, chaos every 1.5s`.replace(/ /g, ''));
-    const kill = all.findIndex((e) => /^chaos: SIGKILL worker-\d \(leader, term \d+\)$/.test(e));
+    const kill = all.findIndex((e) => /^chaos: SIGKILL worker-[\d.]+ \(leader, term \d+\)$/.test(e));
     expect(kill).toBeGreaterThan(0);
     // After the leader is killed, the database's leader is never it again: first none (its lease
     // ran out) or a newer term.
-    const [, killed, term] = /SIGKILL (worker-\d) \(leader, term (\d+)\)/.exec(all[kill]!)!;
+    const [, killed, term] = /SIGKILL (worker-[\d.]+) \(leader, term (\d+)\)/.exec(all[kill]!)!;
     const next = all.slice(kill).find((e) => e.startsWith('database: '));
-    expect(next).toMatch(new RegExp(`^database: (no leader \\(the lease of ${killed} \\(exited\\b.*\\) ended\\)|leader is worker-\\d \\(term (\\d+)\\))$`));
+    expect(next).toMatch(new RegExp(`^database: (no leader \\(the lease of ${killed} \\(exited\\b.*\\) ended\\)|leader is worker-[\\d.]+ \\(term (\\d+)\\))$`));
     const newTerm = /\(term (\d+)\)$/.exec(next!)?.[1];
     if (newTerm !== undefined) expect(Number(newTerm)).toBeGreaterThan(Number(term));
   }, 75_000);
@@ -73,6 +73,6 @@ describe('gemstone-election demo output', () => {
     }
     expect(followed).toBeGreaterThan(0);
     // The kill shows whole in the event log, wrapped if need be.
-    expect(screen.replace(/\n {15}/g, ' ')).toMatch(/chaos: SIGKILL worker-\d \(leader, term \d+\)/);
+    expect(screen.replace(/\n {15}/g, ' ')).toMatch(/chaos: SIGKILL worker-[\d.]+ \(leader, term \d+\)/);
   }, 75_000);
 });

@@ -10,7 +10,7 @@ import { initDb } from 'gemstone-utils';
 import { describeEachDatabase, query, uuid } from '../support/databases';
 import { waitFor } from '../elector/helpers';
 import { instantMs } from '../support/rows';
-import { CliResult, finished, runCli, ROOT, startCli } from './cli';
+import { CliResult, finished, runCli, ROOT, startCli, workerPids } from './cli';
 
 // The demo's ledger check, from the build (it is not part of the package's public API).
 const { verifyLedger } = require(path.join(ROOT, 'dist', 'src', 'cli', 'demo', 'ledger.js')) as typeof import('../../src/cli/demo/ledger');
@@ -19,10 +19,11 @@ const { verifyLedger } = require(path.join(ROOT, 'dist', 'src', 'cli', 'demo', '
 const DEMO_ARGS = ['demo', '--keep', '--chaos', '--duration', '600', '--chaos-every', '2.5', '--lease', '2'];
 
 /**
- * Runs the demo until a chaos SIGKILL of the leader was followed by another worker's election and a
- * ledger entry under that worker's term, then sends Ctrl-C: the workers hand over, the summary is
- * printed and the exit code is 130. A fixed 11 s run left a busy machine without a failover (CI
- * beside busy loops: 0 kills), so the precondition is now reached by construction.
+ * Runs the demo until a chaos SIGKILL of the leader was followed by another worker's election, a
+ * ledger entry under that worker's term and the killed worker's replacement, then sends Ctrl-C: the
+ * workers hand over, the summary is printed and the exit code is 130. A fixed 11 s run left a busy
+ * machine without a failover (CI beside busy loops: 0 kills), so the precondition is now reached by
+ * construction.
  */
 async function runThroughFailover(args: readonly string[], options: { cwd?: string } = {}): Promise<CliResult> {
   const child = startCli(args, options);
@@ -30,17 +31,21 @@ async function runThroughFailover(args: readonly string[], options: { cwd?: stri
   let stdout = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   const failedOver = (): boolean => {
-    const kill = /chaos: SIGKILL (worker-\d+) \(leader/.exec(stdout);
+    const kill = /chaos: SIGKILL (worker-[\d.]+) \(leader/.exec(stdout);
     if (!kill) return false;
     const after = stdout.slice(kill.index);
-    for (const elected of after.matchAll(/(worker-\d+) became leader \(term (\d+)\)/g)) {
+    if (!after.includes(`${kill[1]} restarted as `)) return false;
+    for (const elected of after.matchAll(/(worker-[\d.]+) became leader \(term (\d+)\)/g)) {
       if (elected[1] === kill[1]) continue;
       const wrote = new RegExp(`${elected[1]} committed ledger entry #\\d+ \\(term ${elected[2]}\\)`);
       if (wrote.test(after.slice(elected.index))) return true;
     }
     return false;
   };
-  await waitFor('a chaos SIGKILL of the leader, then another worker elected and writing', failedOver, 180_000, 50);
+  await waitFor('a chaos SIGKILL of the leader, then another worker elected and writing', failedOver, 180_000, 50).catch((error: Error) => {
+    child.kill('SIGKILL');
+    throw new Error(`${error.message}; the demo's output:\n${stdout.slice(-4000)}`);
+  });
   child.kill('SIGINT');
   return done;
 }
@@ -120,11 +125,35 @@ async function checkLedger(ds: DataSource, summary: Summary): Promise<{ runId: s
   return { runId: history[0]!.run_id, ledger };
 }
 
+/**
+ * A killed worker's replacement is a new process with a name of its own (`worker-2` → `worker-2.2`):
+ * once "worker-2 restarted as worker-2.2" is logged, it never says "worker-2 became leader" again.
+ */
+function expectKilledWorkersRenamed(log: string): void {
+  const kills = [...log.matchAll(/chaos: SIGKILL (worker-(\d+)(?:\.(\d+))?) \(leader/g)];
+  expect(kills.length).toBeGreaterThanOrEqual(1);
+  for (const [line, killed, slot, generation] of kills) {
+    const after = log.slice(log.indexOf(line));
+    const next = `worker-${slot}.${Number(generation ?? 1) + 1}`;
+    const restarted = new RegExp(`^\\S+ ${killed.replace(/\./g, '\\.')} restarted as ([\\w.-]+) \\(pid \\d+, candidate [0-9a-f]{8}\\)$`, 'm').exec(after);
+    // Unless the run ended before the replacement started (Ctrl-C within its respawn delay).
+    if (!restarted) continue;
+    expect(restarted[1]).toBe(next);
+    // From then on the killed name is history (news the killed process sent just before the kill
+    // may still be logged between the kill and the restart).
+    expect(after.slice(restarted.index)).not.toMatch(new RegExp(`^\\S+ ${killed.replace(/\./g, '\\.')} became leader`, 'm'));
+  }
+  // Every name appears once as started or restarted: no process took another's name.
+  const names = [...log.matchAll(/^\S+ (?:worker-[\d.]+ restarted as )?(worker-[\d.]+)(?: started)? \(pid \d+,/gm)].map((m) => m[1]);
+  expect(new Set(names).size).toBe(names.length);
+}
+
 function expectHealthyRun(result: CliResult): Summary {
   // 130: the exit code after Ctrl-C (runThroughFailover), with the summary printed.
   if (result.code !== 130) throw new Error(`demo exited with ${result.code}:\n${result.stdout}\n${result.stderr}`);
   expect(result.stdout).toMatch(/became leader \(term \d+\)/);
-  expect(result.stdout).toMatch(/chaos: SIGKILL worker-\d \(leader, term \d+\)/);
+  expect(result.stdout).toMatch(/chaos: SIGKILL worker-[\d.]+ \(leader, term \d+\)/);
+  expectKilledWorkersRenamed(result.stdout);
   const summary = parseSummary(result);
   expect(summary.killed).toBeGreaterThanOrEqual(1);
   expect(summary.failovers).toBeGreaterThanOrEqual(1);
@@ -153,7 +182,7 @@ describe('gemstone-election demo on the embedded default (no --url, no GEMSTONE_
     expect(Number(leader!.term)).toBe(summary.elections); // fresh database: every term was this run's
     // Every worker stopped and unregistered: no candidate row is left.
     const candidates = await query(ds, 'SELECT candidate_id FROM gemstone_election_candidate WHERE ns = ?', [NS]);
-    const pids = [...result.stdout.matchAll(/started \(pid (\d+),/g)].map((m) => Number(m[1]));
+    const pids = workerPids(result.stdout);
     expect(pids.length).toBeGreaterThanOrEqual(3);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
     expect(candidates.length).toBeLessThanOrEqual(summary.killed); // only SIGKILLed workers could not unregister
@@ -210,7 +239,7 @@ describe('gemstone-election demo: Ctrl-C and refusals', () => {
     expect(summary.ledgerWrites).toBeGreaterThan(0);
     expect(summary.stale).toBe(0);
     expect(stdout).toMatch(/stopped leading term \d+: stopped/); // the leader handed over on the way out
-    const pids = [...stdout.matchAll(/started \(pid (\d+),/g)].map((m) => Number(m[1]));
+    const pids = workerPids(stdout);
     expect(pids).toHaveLength(3);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
     const ds = await initDb(`sqlite:${path.join(dir, 'ctrl-c.sqlite')}`, { createTables: false });
@@ -234,7 +263,7 @@ describe('gemstone-election demo: Ctrl-C and refusals', () => {
     });
     child.kill('SIGKILL');
     await result;
-    const pids = [...seen.matchAll(/started \(pid (\d+),/g)].map((m) => Number(m[1]));
+    const pids = workerPids(seen);
     const alive = () => pids.filter((pid) => {
       try {
         process.kill(pid, 0);

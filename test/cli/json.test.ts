@@ -5,8 +5,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { waitFor } from '../elector/helpers';
-import { finished, runCli, startCli } from './cli';
+import { jsonDemoThroughTakeover, runCli } from './cli';
 
 /** Every `…Ms` number in a JSON value, with its path. */
 function durations(value: unknown, at = '$'): Array<[string, number]> {
@@ -25,19 +24,7 @@ describe('gemstone-election --json durations', () => {
 
   test('demo --json --chaos: durationMs, longestLeaderlessMs and longestTakeoverMs have at most one decimal', async () => {
     const url = `sqlite:${path.join(dir, 'json.sqlite')}`;
-    // Runs until a chaos kill was followed by another worker's election (the takeover the summary
-    // measures), then Ctrl-C: a fixed short duration left a busy machine without a kill (CI run).
-    const child = startCli(['demo', '--json', '--chaos', '--chaos-every', '1.5', '--lease', '1', '--duration', '600', '--url', url], { cwd: dir });
-    const done = finished(child, 240_000);
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const tookOver = () => {
-      const kill = stderr.indexOf('chaos: SIGKILL');
-      return kill >= 0 && stderr.indexOf('became leader', kill) >= 0;
-    };
-    await waitFor('a chaos kill, then another worker elected', tookOver, 180_000, 50);
-    child.kill('SIGINT');
-    const result = await done;
+    const result = await jsonDemoThroughTakeover(['--url', url], { cwd: dir });
     expect(result.code).toBe(130); // the demo's exit code after Ctrl-C, with its summary printed
 
     const summary = JSON.parse(result.stdout) as Record<string, unknown>;

@@ -195,13 +195,43 @@ describe('gemstone-election errors and help', () => {
     expectOneLineError(await runCli(['status'], { env: { GEMSTONE_DB_URL: 'sqlite:' } }), /bad database URL: --url has no file path/);
   });
 
+  /** The advice without a database: both variables and a URL of every supported database. */
+  function expectUrlAdvice(text: string): void {
+    expect(text).toMatch(/pass --url with your application's database URL/);
+    expect(text).toMatch(/set DATABASE_URL to it \(or GEMSTONE_DB_URL, which wins over DATABASE_URL\)/);
+    for (const example of ['postgres://user:<password>@host:5432/app', 'mysql://user:<password>@host:3306/app', 'sqlite:/path/to/app.sqlite']) {
+      expect(text).toContain(example);
+    }
+    expect(text).not.toMatch(/gemstone-election init/); // no SQLite file to create for a PostgreSQL user
+  }
+
   test('no --url and no variable: the hint names the application database, not a SQLite file to create', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-cli-nourl-'));
     try {
-      const result = await runCli(['status'], { cwd: dir });
-      expectOneLineError(result, /no database given: pass --url with your application's database URL .*or set DATABASE_URL/);
-      expect(result.stderr).not.toMatch(/gemstone-election init/);
-      expect(fs.readdirSync(dir)).toEqual([]);
+      for (const command of ['status', 'history', 'watch', 'dashboard']) {
+        const result = await runCli(command === 'dashboard' ? [command, '--port', '0'] : [command], { cwd: dir });
+        expectOneLineError(result, /no database given: /);
+        expectUrlAdvice(result.stderr);
+        expect(fs.readdirSync(dir)).toEqual([]);
+      }
+      // An empty gemstone.sqlite in the working directory (a file left by something else): the
+      // tables are missing there, and the advice is still to name the application's database.
+      fs.writeFileSync(path.join(dir, 'gemstone.sqlite'), '');
+      for (const command of ['status', 'history', 'watch', 'dashboard']) {
+        const result = await runCli(command === 'dashboard' ? [command, '--port', '0'] : [command], { cwd: dir });
+        expectOneLineError(result, /tables? (are|is) missing in sqlite:gemstone\.sqlite, the file the CLI opens when no database is given: /);
+        expectUrlAdvice(result.stderr);
+      }
+      // init does what it is told (the embedded file, as the demo uses it) and says so.
+      fs.rmSync(path.join(dir, 'gemstone.sqlite'));
+      const init = await runCli(['init'], { cwd: dir });
+      expect(init.code).toBe(0);
+      expect(init.stdout).toMatch(/^election tables ready in sqlite:gemstone\.sqlite: /);
+      expect(init.stderr).toMatch(/^gemstone-election: note: no database given, so this initialized the embedded file sqlite:gemstone\.sqlite in /);
+      expectUrlAdvice(init.stderr);
+      // Given a database, no note.
+      const named = await runCli(['init'], { cwd: dir, env: { DATABASE_URL: 'sqlite:named.sqlite' } });
+      expect(named).toMatchObject({ code: 0, stderr: '' });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

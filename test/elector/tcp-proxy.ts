@@ -3,13 +3,17 @@ import * as net from 'net';
 /**
  * A TCP proxy in front of a database server that can cut the network: `partition()` silently
  * drops every byte both ways (queries hang, as behind a dead link); `heal()` resets the cut
- * connections (as TCP eventually does) and forwards again.
+ * connections (as TCP eventually does) and forwards again. `refuse()` closes every connection and
+ * each new one at once (a server that is down), until `heal()`; `connections` counts the
+ * connections clients opened.
  */
 export class TcpProxy {
   private readonly server: net.Server;
   private readonly pairs = new Set<[net.Socket, net.Socket]>();
   private cut = false;
+  private refusing = false;
   port = 0;
+  connections = 0;
 
   constructor(
     private readonly targetHost: string,
@@ -36,8 +40,18 @@ export class TcpProxy {
     this.cut = true;
   }
 
+  refuse(): void {
+    this.refusing = true;
+    for (const [a, b] of this.pairs) {
+      a.destroy();
+      b.destroy();
+    }
+    this.pairs.clear();
+  }
+
   heal(): void {
     this.cut = false;
+    this.refusing = false;
     for (const [a, b] of this.pairs) {
       a.destroy();
       b.destroy();
@@ -51,6 +65,12 @@ export class TcpProxy {
   }
 
   private accept(client: net.Socket): void {
+    this.connections++;
+    if (this.refusing) {
+      client.on('error', () => undefined);
+      client.destroy();
+      return;
+    }
     const upstream = net.connect(this.targetPort, this.targetHost);
     const pair: [net.Socket, net.Socket] = [client, upstream];
     this.pairs.add(pair);

@@ -4,8 +4,7 @@ import { DEFAULT_DASHBOARD_HOST, DEFAULT_DASHBOARD_PORT, serveDashboard } from '
 import { ElectionService } from '../../election/service';
 import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../../election/observe/watch';
 import { CliError, oneLine } from '../errors';
-import { initHint } from '../hint';
-import { connect, disconnect, isMissingTable, redact, resolveUrl, withTableOptions } from '../target';
+import { connect, disconnect, isMissingTable, missingTablesError, redact, resolveUrl, withTableOptions } from '../target';
 
 interface DashboardCommandOptions {
   url?: string;
@@ -53,7 +52,7 @@ async function dashboard(options: DashboardCommandOptions): Promise<void> {
       await checkTables(dataSource);
     } catch (error) {
       if (!isMissingTable(error)) throw error;
-      throw new CliError(`the election tables are missing in ${redact(url)} (run ${initHint(url, names)})`, { cause: error });
+      throw missingTablesError(url, names, error);
     }
     const server = await serveDashboard({
       dataSource,

@@ -117,7 +117,7 @@ async function demo(options: DemoOptions): Promise<void> {
     if (!live) output.event({ at: new Date(), text: title, tone: 'info' });
     supervisor = new Supervisor(options, url, dataSource, runId, output, title);
     if (metricsServer) {
-      output.event({ at: new Date(), text: `metrics: ${metricsServer.url} (Prometheus text; each worker's series labelled worker="worker-N")`, tone: 'info' });
+      output.event({ at: new Date(), text: `metrics: ${metricsServer.url} (Prometheus text; each worker's series labelled worker="worker-N", worker-N.2 for the process that replaced worker-N, …)`, tone: 'info' });
     }
     if (dashboardUrl) {
       output.event({ at: new Date(), text: `dashboard: ${dashboardUrl} (open it to watch the leader change and the timeline fill in)`, tone: 'info' });

@@ -1,10 +1,11 @@
 /**
  * `demo --metrics-port`: one Prometheus endpoint for the whole demo. The workers are separate
  * processes, each with its own prom-client registry; on every scrape the supervisor asks each
- * running worker for its metrics over IPC, adds a `worker` label (`worker-1`, …) to every series,
+ * running worker for its metrics over IPC, adds a `worker` label (its name: `worker-1`, `worker-1.2`
+ * for the process started in its place, …) to every series,
  * and serves them merged. So `sum by (ns) (gemstone_election_is_leader)` counts the leaders
  * across the workers, as it would across the targets of a real deployment. A killed worker's
- * series vanish with it (its replacement starts its counters from zero, like a restarted target).
+ * series vanish with it (its replacement's start from zero, under its own name).
  */
 import * as http from 'http';
 import type { AddressInfo } from 'net';

@@ -18,6 +18,8 @@ const WORKER_SCRIPT = path.join(__dirname, 'worker.js');
 
 interface Slot extends WorkerRow {
   index: number;
+  /** 1 for the slot's first process, +1 for each process started in its place. */
+  generation: number;
   child: ChildProcess | undefined;
   ready: boolean;
   /** Set while this process is the target of a chaos action: its exit is expected. */
@@ -81,7 +83,7 @@ export class Supervisor {
 
   /** Runs until `duration` is over or {@link requestStop}; resolves after every child exited. */
   async run(): Promise<Observations> {
-    for (let i = 0; i < this.options.workers; i++) this.#spawn(i);
+    for (let i = 0; i < this.options.workers; i++) this.#spawn(i, undefined);
     await new Promise<void>((resolve) => {
       this.#every(POLL_MS, () => void this.#poll());
       this.#every(200, () => this.#render());
@@ -139,9 +141,16 @@ export class Supervisor {
     slot.lastActionAt = Date.now();
   }
 
-  #spawn(index: number): void {
+  /**
+   * Starts the process of slot `index`, in place of `previous` (exited or killed) if given. Each
+   * process has a name of its own (`worker-2`, then `worker-2.2`, `worker-2.3`…): a new process is
+   * a new candidate, and "SIGKILL worker-2" followed by "worker-2 became leader" would read as if the
+   * killed process had come back.
+   */
+  #spawn(index: number, previous: Slot | undefined): void {
     const candidateId = randomUUID();
-    const name = `worker-${index + 1}`;
+    const generation = (previous?.generation ?? 0) + 1;
+    const name = generation === 1 ? `worker-${index + 1}` : `worker-${index + 1}.${generation}`;
     const config: WorkerConfig = {
       name,
       url: this.url,
@@ -158,6 +167,7 @@ export class Supervisor {
     const child = fork(WORKER_SCRIPT, [JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     const slot: Slot = {
       index,
+      generation,
       name,
       pid: child.pid,
       candidateId,
@@ -172,7 +182,8 @@ export class Supervisor {
     };
     this.#slots[index] = slot;
     this.#names.set(candidateId, name);
-    this.#event(`${name} started (pid ${child.pid}, candidate ${shortId(candidateId)})`, 'info');
+    const started = previous ? `${previous.name} restarted as ${name}` : `${name} started`;
+    this.#event(`${started} (pid ${child.pid}, candidate ${shortId(candidateId)})`, 'info');
     for (const stream of [child.stdout, child.stderr]) {
       if (!stream) continue;
       readline.createInterface({ input: stream }).on('line', (line) => {
@@ -297,7 +308,7 @@ export class Supervisor {
       }
     }
     this.#after(RESPAWN_DELAY_MS, () => {
-      if (!this.#stopping) this.#spawn(slot.index);
+      if (!this.#stopping) this.#spawn(slot.index, slot);
     });
   }
 

@@ -2,10 +2,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT } from '../../election/observe/history';
 import { ElectionService } from '../../election/service';
 import { DEFAULT_NS } from '../../election/validate';
-import { CliError } from '../errors';
-import { initHint } from '../hint';
 import { namespace, URL_OPTION_HELP } from '../options';
-import { connect, disconnect, isMissingTable, redact, resolveUrl, withTableOptions } from '../target';
+import { connect, disconnect, isMissingTable, missingTablesError, resolveUrl, withTableOptions } from '../target';
 import { historyJson, historyTable } from './render';
 
 interface HistoryCommandOptions {
@@ -36,7 +34,7 @@ async function listHistory(options: HistoryCommandOptions): Promise<void> {
     process.stdout.write(`${options.json ? historyJson(entries) : historyTable(options.ns, entries)}\n`);
   } catch (error) {
     if (!isMissingTable(error)) throw error;
-    throw new CliError(`the election history table is missing in ${redact(url)} (run ${initHint(url, names)})`, { cause: error });
+    throw missingTablesError(url, names, error, 'the election history table is');
   } finally {
     await disconnect(dataSource);
   }

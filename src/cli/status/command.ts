@@ -1,10 +1,9 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { DataSource } from 'typeorm';
 import { clock } from '../format';
-import { CliError, MissingTablesError } from '../errors';
-import { initHint } from '../hint';
+import { MissingTablesError } from '../errors';
 import { namespace, URL_OPTION_HELP } from '../options';
-import { connect, disconnect, redact, resolveUrl, withTableOptions } from '../target';
+import { connect, disconnect, missingTablesError, resolveUrl, withTableOptions } from '../target';
 import { readStatus } from './query';
 import { statusJson, statusTable } from './render';
 
@@ -44,8 +43,7 @@ async function status(options: StatusOptions): Promise<void> {
     await watchStatus(url, options);
   } catch (error) {
     if (!(error instanceof MissingTablesError)) throw error;
-    const hint = initHint(url, { schema: options.schema, entityPrefix: options.entityPrefix });
-    throw new CliError(`the election tables are missing in ${redact(url)} (run ${hint})`, { cause: error });
+    throw missingTablesError(url, { schema: options.schema, entityPrefix: options.entityPrefix }, error);
   }
 }
 

@@ -5,6 +5,7 @@ import { raw, sql } from '../../db/sql';
 import { CANDIDATE_TABLE, LEADER_TABLE } from '../../election/schema';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
 import { MissingTablesError } from '../errors';
+import { naturalCompare } from '../format';
 import { isMissingTable } from '../target';
 
 /** One active candidate as `status` shows it. */
@@ -111,8 +112,8 @@ FROM ${candidates} WHERE expires_at > ${d.now}${andNs}`,
         status.candidateDetails.sort((a, b) => (a.candidateId < b.candidateId ? -1 : a.candidateId > b.candidateId ? 1 : 0));
         for (const detail of status.candidateDetails) detail.leader = detail.candidateId === status.leaderId;
       }
-      // Sorted here: collations differ between databases.
-      const namespaces = [...byNs.values()].sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
+      // Sorted here: collations differ between databases. Naturally: shard-2 before shard-10.
+      const namespaces = [...byNs.values()].sort((a, b) => naturalCompare(a.ns, b.ns));
       return { dbNowMs, namespaces };
     });
   } catch (error) {

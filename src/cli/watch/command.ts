@@ -2,10 +2,9 @@ import { Command, InvalidArgumentError } from 'commander';
 import { ElectionService } from '../../election/service';
 import { DEFAULT_NS } from '../../election/validate';
 import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../../election/observe/watch';
-import { CliError, oneLine } from '../errors';
-import { initHint } from '../hint';
+import { oneLine } from '../errors';
 import { namespace } from '../options';
-import { connect, disconnect, isMissingTable, redact, resolveUrl, withTableOptions } from '../target';
+import { connect, disconnect, isMissingTable, missingTablesError, resolveUrl, withTableOptions } from '../target';
 import { LineOutput } from './output';
 import { changeJson, changeLine } from './render';
 
@@ -42,7 +41,7 @@ async function streamChanges(options: WatchCommandOptions): Promise<void> {
       onError: (error) => {
         // No table will appear by waiting: say how to create it and stop.
         if (isMissingTable(error)) {
-          throw new CliError(`the election tables are missing in ${redact(url)} (run ${initHint(url, names)})`, { cause: error });
+          throw missingTablesError(url, names, error);
         }
         process.stderr.write(`gemstone-election: ${oneLine(error)} (retrying)\n`);
       },

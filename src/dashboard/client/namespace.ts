@@ -55,18 +55,35 @@ export function showNamespace(root: HTMLElement, initial: NamespaceRoute): View 
   /** The database clock now, as far as the page knows it. */
   const dbNow = () => (detail ? detail.dbNow + since(detailAt) : timeline ? timeline.dbNow + since(timelineAt) : Date.now());
 
+  /**
+   * When the shown state began, by the database clock: from the stream when it has delivered this
+   * state, else from the first reads — the timeline's term (its acquisition, or its end for the
+   * vacancy after it) or, for a lease that ran out without an end written, the lease's expiry. So
+   * the page shows it from its first read, not only once its stream is connected.
+   */
+  function stateSince(leaderId: string | null, term: number | null): number | null {
+    if (latest && latest.leaderId === leaderId && latest.term === term) return latest.at;
+    if (term === null) return null;
+    const read = timeline?.terms.find((t) => t.term === term);
+    if (leaderId !== null) return read && read.leaderId === leaderId && read.endedAt === null ? read.acquiredAt : null;
+    if (read?.endedAt != null) return read.endedAt;
+    const summary = detail?.summary;
+    return summary && summary.term === term && !summary.live ? summary.leaseExpiresAt : null;
+  }
+
   function renderLeader(): void {
     const summary = detail?.summary ?? null;
     // The stream's state is the newest; the detail adds the lease and the leader's candidate row.
     const leaderId = latest ? latest.leaderId : (summary?.leaderId ?? null);
     const term = latest ? latest.term : (summary?.term ?? null);
     const sameTerm = summary !== null && summary.leaderId === leaderId && summary.term === term;
+    const began = stateSince(leaderId, term);
     if (leaderId === null) {
       fill(
         leaderCard,
         h('h2', null, 'Leader'),
         h('p', { class: 'vacant-text', data: { field: 'leader-id' } }, 'nobody leads'),
-        h('p', { class: 'muted' }, term === null ? 'no term yet' : `vacant since ${latest ? dateTime(latest.at) : '–'} (after term ${term})`),
+        h('p', { class: 'muted', data: { field: 'since' } }, term === null ? 'no term yet' : `vacant since ${began === null ? '–' : dateTime(began)} (after term ${term})`),
       );
       return;
     }
@@ -82,7 +99,7 @@ export function showNamespace(root: HTMLElement, initial: NamespaceRoute): View 
         h('dt', null, 'term'),
         h('dd', { data: { field: 'term' } }, term === null ? '–' : String(term)),
         h('dt', null, 'leading since'),
-        h('dd', null, latest?.leaderId === leaderId ? `${dateTime(latest.at)} (${duration(dbNow() - latest.at)})` : '–'),
+        h('dd', { data: { field: 'since' } }, began === null ? '–' : `${dateTime(began)} (${duration(dbNow() - began)})`),
         h('dt', null, 'lease left'),
         h('dd', null, leaseMeter(left, sameTerm ? summary!.leaseMs : null, sameTerm && summary!.leaseMs !== null && left !== null && left < summary!.leaseMs / 2)),
       ),
@@ -195,6 +212,7 @@ export function showNamespace(root: HTMLElement, initial: NamespaceRoute): View 
       timeline = answer;
       timelineAt = performance.now();
       renderTimeline();
+      renderLeader(); // the timeline knows when the current term began
     } catch (error) {
       if (ticket === timelineReads) showProblem(`timeline: ${(error as Error).message}`);
     }

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { LeaseChange } from '../../election/observe/listen-options';
+import type { LeaseChange, LISTEN_DOWN_REPORT_INTERVAL_MS } from '../../election/observe/listen-options';
 
 /*
  * The contract of a database that pushes lease changes to a listening connection (PostgreSQL
@@ -14,12 +14,27 @@ export interface ListenSubscriber {
   matches?(ns: string): boolean;
   /** A lease of `ns` changed hands or was vacated. */
   onChange(change: LeaseChange): void;
-  /** The connection failed (it is being re-established). */
+  /**
+   * LISTEN is down: the connection failed or could not be made, and is being made again with
+   * backoff. Called once per outage (its first failure; a subscriber that joins during one hears of
+   * it when it joins), then at most once per {@link LISTEN_DOWN_REPORT_INTERVAL_MS} while the
+   * outage lasts — never once per attempt.
+   */
   onError(error: Error): void;
   /** Listening again after a gap: notifications may have been missed. */
   onResync(): void;
+  /** LISTEN delivers again after an outage that {@link ListenSubscriber.onError} reported. */
+  onRestored?(outage: ListenOutage): void;
   /** LISTEN does not deliver on this connection (the probe never arrived): it is closed for good. */
   onUnavailable(error: Error): void;
+}
+
+/** An outage of LISTEN that has ended (see {@link ListenSubscriber.onRestored}). */
+export interface ListenOutage {
+  /** From its first failure to the connection that delivers again (host monotonic clock). */
+  readonly downMs: number;
+  /** Failures during it: the loss (or failed attempt) that began it and each reconnect attempt that failed. */
+  readonly failures: number;
 }
 
 /** Where the LISTEN connection goes. */

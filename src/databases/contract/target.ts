@@ -13,6 +13,8 @@ export interface DatabaseTarget {
   readonly types: readonly string[];
   /** How the schemes are written in a message listing the accepted URLs (`postgres://`). */
   readonly shownAs: readonly string[];
+  /** A URL of this database as advice shows it, with a placeholder password (`postgres://user:<password>@host:5432/app`). */
+  readonly example: string;
   /**
    * Whether the database lives on the machine of the process (an embedded file): only processes
    * there can take part in an election on it. Default false.

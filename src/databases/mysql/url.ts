@@ -7,6 +7,7 @@ export const mysqlTarget: DatabaseTarget = {
   schemes: ['mysql', 'mariadb'],
   types: ['mysql', 'mariadb'],
   shownAs: ['mysql://', 'mariadb://'],
+  example: 'mysql://user:<password>@host:3306/app',
   optionsFromUrl: (url, scheme) =>
     // timezone 'Z': entities read through TypeORM show the UTC instants the library stores.
     ({ type: scheme, url: url.replace(/^mariadb:/i, 'mysql:'), timezone: 'Z' }) as DataSourceOptions,

@@ -15,6 +15,7 @@ import {
   DEFAULT_LISTEN_RECONNECT_MIN_MS,
   LeaseChange,
   LISTEN_APPLICATION_NAME,
+  LISTEN_DOWN_REPORT_INTERVAL_MS,
   NOTIFY_CHANNEL,
 } from '../../election/observe/listen-options';
 import type { LeaseChangeSubscription, ListenSubscriber, ListenTarget } from '../contract/notifications';
@@ -190,6 +191,11 @@ class PgListener {
   #misses = 0;
   #hadConnection = false;
   #watched: WatchedTable | undefined;
+  /**
+   * The outage under way, from its first failure until a connection delivers again: subscribers
+   * hear of it once (and as a reminder per LISTEN_DOWN_REPORT_INTERVAL_MS), not once per attempt.
+   */
+  #outage: { since: number; failures: number; reportedAt: number; error: Error } | undefined;
 
   constructor(dataSource: DataSource, target: ListenTarget) {
     this.#dataSource = dataSource;
@@ -204,6 +210,9 @@ class PgListener {
       outsideRuns(() => subscriber.onUnavailable(unavailable));
       return Promise.resolve();
     }
+    // Joining during an outage: this subscriber has not heard of it yet.
+    const outage = this.#outage;
+    if (outage) outsideRuns(() => subscriber.onError(outage.error));
     if (!this.#client && !this.#connecting && !this.#retryTimer) this.#startConnecting();
     return this.#connecting ?? Promise.resolve();
   }
@@ -328,8 +337,9 @@ class PgListener {
       sender = identityOf(rows[0]);
     } catch {
       // The database is unreachable through the DataSource (or the listener closed): nothing
-      // learnt; ticks report it.
+      // learnt; ticks report it. LISTEN itself is set up, so an outage it was in is over.
       if (this.#probe?.token === token) this.#probe = undefined;
+      if (!this.#run.ended && this.#client === client) this.#restored();
       return;
     }
     // Counted from the commit: a NOTIFY whose commit waited (for a synchronous standby) is delivered late, not lost.
@@ -339,7 +349,11 @@ class PgListener {
     if (this.#probe?.token === token) this.#probe = undefined;
     if (delivered) this.#misses = 0;
     // Closed, or replaced by a reconnect (which probes again), meanwhile.
-    if (delivered || this.#run.ended || this.#client !== client) return;
+    if (this.#run.ended || this.#client !== client) return;
+    if (delivered) {
+      this.#restored();
+      return;
+    }
     const elsewhere = differentServers(server, sender);
     if (elsewhere && this.#misses < MAX_PROBES_ELSEWHERE) {
       // The next attempt waits longer each time in a row (the connection itself succeeds, so the
@@ -369,13 +383,15 @@ class PgListener {
     client.removeAllListeners('end');
     client.on('error', () => undefined);
     client.end().catch(() => undefined);
+    // Given up for good: no outage is under way any more, and none will end.
+    this.#outage = undefined;
     const unavailable = this.#unavailable;
     for (const s of [...this.#subscribers]) outsideRuns(() => s.onUnavailable(unavailable));
   }
 
   #scheduleReconnect(error: Error): void {
     if (this.#run.ended) return;
-    for (const s of [...this.#subscribers]) outsideRuns(() => s.onError(error));
+    this.#reportFailure(error);
     const delay = Math.min(DEFAULT_LISTEN_RECONNECT_MAX_MS, DEFAULT_LISTEN_RECONNECT_MIN_MS * 2 ** this.#failures++);
     // A reconnect never has to keep the process alive on its own: the elector's tick timer does.
     this.#retryTimer = this.#run.timer(
@@ -386,6 +402,40 @@ class PgListener {
       delay * (0.5 + Math.random() / 2),
       false,
     );
+  }
+
+  /**
+   * Tells the subscribers of a failed attempt: the first of an outage at once, later ones only as
+   * a reminder once per {@link LISTEN_DOWN_REPORT_INTERVAL_MS}. During an outage the reconnects
+   * fail every few seconds, and each would otherwise be a new error for what is one fault.
+   */
+  #reportFailure(error: Error): void {
+    const now = performance.now();
+    const outage = this.#outage;
+    if (!outage) {
+      this.#outage = { since: now, failures: 1, reportedAt: now, error };
+      for (const s of [...this.#subscribers]) outsideRuns(() => s.onError(error));
+      return;
+    }
+    outage.failures++;
+    outage.error = error;
+    if (now - outage.reportedAt < LISTEN_DOWN_REPORT_INTERVAL_MS) return;
+    outage.reportedAt = now;
+    const reminder = new Error(
+      `gemstone-utils: LISTEN is still down after ${outage.failures} failed attempts over ${Math.round((now - outage.since) / 1000)} s ` +
+        `(retrying at most ${DEFAULT_LISTEN_RECONNECT_MAX_MS} ms apart): ${error.message}`,
+      { cause: error },
+    );
+    for (const s of [...this.#subscribers]) outsideRuns(() => s.onError(reminder));
+  }
+
+  /** LISTEN delivers again: ends the outage under way, if any, and tells the subscribers. */
+  #restored(): void {
+    const outage = this.#outage;
+    if (!outage) return;
+    this.#outage = undefined;
+    const ended = { downMs: performance.now() - outage.since, failures: outage.failures };
+    for (const s of [...this.#subscribers]) outsideRuns(() => s.onRestored?.(ended));
   }
 
   /**

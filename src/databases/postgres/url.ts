@@ -7,6 +7,7 @@ export const postgresTarget: DatabaseTarget = {
   schemes: ['postgres', 'postgresql'],
   types: ['postgres'],
   shownAs: ['postgres://', 'postgresql://'],
+  example: 'postgres://user:<password>@host:5432/app',
   optionsFromUrl: (url) => ({ type: 'postgres', url }),
   // `extra` is pg's Pool config: four connections are plenty for a CLI.
   withConnectTimeout: (options, timeoutMs) => ({ ...options, connectTimeoutMS: timeoutMs, extra: { max: 4 } }) as DataSourceOptions,

@@ -37,6 +37,7 @@ export const sqliteTarget: DatabaseTarget = {
   schemes: ['sqlite'],
   types: ['better-sqlite3', 'sqlite'],
   shownAs: ['sqlite:'],
+  example: 'sqlite:/path/to/app.sqlite',
   // One file on one machine: processes elsewhere cannot open it (see db/sqlite-warning.ts).
   singleMachine: true,
   optionsFromUrl(url, _scheme, parameter) {

@@ -24,7 +24,9 @@ import {
 
 /** One leadership, as handed to the callbacks and to `runIfLeader`. */
 export interface Lease {
+  /** The namespace led. */
   readonly ns: string;
+  /** The candidate that leads: the elector's or group's own. */
   readonly candidateId: string;
   /** Fencing token: pass it to `assertLeader(candidateId, { ns, term, session })`. */
   readonly term: number;
@@ -34,9 +36,11 @@ export interface Lease {
 
 /** Where errors go when nobody listens for `'error'`. */
 export interface ElectorLogger {
+  /** Called with the error's message (prefixed `gemstone-utils: `) and the error itself. */
   error(message: string, error: unknown): void;
 }
 
+/** The options of a `LeaderElector`; every one has a default. */
 export interface LeaderElectorOptions {
   /** Default: `getDataSource()` (the DataSource of the latest `initDb`), looked up by `start()`. */
   dataSource?: DataSource;
@@ -95,7 +99,12 @@ export interface LeaderElectorOptions {
    * DataSource has not arrived within `DEFAULT_LISTEN_PROBE_TIMEOUT_MS`, 5 s) is reported once as
    * `'error'` (phase `listen`) and closed; ticks carry on.
    */
-  listen?: boolean | { readonly url: string };
+  listen?:
+    | boolean
+    | {
+        /** A `postgres://` or `postgresql://` connection string for the LISTEN connection; its parts override the DataSource's. */
+        readonly url: string;
+      };
   /**
    * History rows of terms ended longer ago than this many seconds are deleted by the loop, like
    * expired candidates (same schedule, never the leader row's lock). Default

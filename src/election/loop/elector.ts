@@ -10,8 +10,10 @@ import { DemotionReason, LeaderElectorError } from './errors';
 import { LoopEngine, TickSummary } from './engine/engine';
 import type { LoopEmitter } from './engine/reporter';
 import { NamespaceCampaign } from './campaigns/namespace';
+import type { NotificationsState } from './notifications-state';
 export { LeaderElectorError, LeadershipEndedError } from './errors';
 export type { DemotionReason, ElectorErrorPhase } from './errors';
+export type { NotificationsState } from './notifications-state';
 
 /** Events of a {@link LeaderElector}. */
 export interface LeaderElectorEvents {
@@ -23,9 +25,15 @@ export interface LeaderElectorEvents {
   leader: [leaderId: string | null, term: number | null];
   /**
    * A tick, the LISTEN connection or a callback failed, or (phase `clock`) the database clock is
-   * off this host's by more than `clockSkewWarningSeconds`; the loop carries on.
+   * off this host's by more than `clockSkewWarningSeconds`; the loop carries on. A LISTEN outage
+   * is one error (and a reminder a minute while it lasts), not one per reconnect attempt.
    */
   error: [error: LeaderElectorError];
+  /**
+   * PostgreSQL: LISTEN went `down` (hand-overs are noticed by ticks until it is back), is `up`
+   * again after that, or is `off` for good (a transaction-mode pooler). See {@link NotificationsState}.
+   */
+  notifications: [state: NotificationsState];
   /**
    * A tick's `elect` answered or failed: outcome, duration and the database clock's skew. For
    * observers such as `gemstone-utils/metrics`; emitted after the tick's other events.

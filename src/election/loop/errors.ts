@@ -17,8 +17,11 @@ export type DemotionReason = 'lost' | 'lease-expired-locally' | 'stopped' | 'han
 
 /** The `reason` of an aborted `lease.signal`. */
 export class LeadershipEndedError extends GemstoneError {
+  /** Why the leadership ended. */
   readonly reason: DemotionReason;
+  /** The namespace that was led. */
   readonly ns: string;
+  /** The term of the leadership that ended. */
   readonly term: number;
 
   constructor(lease: Lease, reason: DemotionReason) {
@@ -34,8 +37,11 @@ export type ElectorErrorPhase = 'tick' | 'listen' | 'callback' | 'stop' | 'prune
 
 /** An error the elector reports through `'error'` (or its logger); the original is its `cause`. */
 export class LeaderElectorError extends GemstoneError {
+  /** What failed: a tick, LISTEN, a callback, the stop, pruning, the clock check or a hand-over. */
   readonly phase: ElectorErrorPhase;
+  /** The elector's namespace (`''` for a group's error about no one namespace: see `LeaderElectorGroupError.namespace`). */
   readonly ns: string;
+  /** The elector's (or group's) candidate id. */
   readonly candidateId: string;
 
   constructor(phase: ElectorErrorPhase, elector: { ns: string; candidateId: string }, message: string, cause: unknown) {

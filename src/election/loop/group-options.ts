@@ -79,6 +79,7 @@ export function checkGroupOptions(value: unknown): CheckedGroupOptions {
 
 /** One completed tick of a group, as its `'tick'` event reports it. */
 export interface GroupTick {
+  /** The group's candidate id. */
   readonly candidateId: string;
   /** From just before the tick's transaction was sent until its answer or error (monotonic clock), in seconds. */
   readonly durationSeconds: number;

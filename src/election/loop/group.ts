@@ -9,6 +9,7 @@ import { LoopEngine, TickSummary } from './engine/engine';
 import type { LoopEmitter } from './engine/reporter';
 import { GroupCampaign } from './campaigns/group';
 import { checkNs } from '../validate';
+import type { NotificationsState } from './notifications-state';
 
 /** An error a {@link LeaderElectorGroup} reports: `namespace` is the one concerned, or null for the whole group. */
 export class LeaderElectorGroupError extends LeaderElectorError {
@@ -23,6 +24,7 @@ export class LeaderElectorGroupError extends LeaderElectorError {
   }
 }
 
+
 /** Events of a {@link LeaderElectorGroup}; every one names its namespace. */
 export interface LeaderElectorGroupEvents {
   /** This group became leader of `lease.ns` (after `onStartedLeading` was called). */
@@ -31,8 +33,17 @@ export interface LeaderElectorGroupEvents {
   demoted: [lease: Lease, reason: DemotionReason];
   /** The observed leader or term of `ns` changed (`null, null` when known vacant). */
   leader: [ns: string, leaderId: string | null, term: number | null];
-  /** A tick, the LISTEN connection, a callback, a hand-over or the stop failed; the loop carries on. */
+  /**
+   * A tick, the LISTEN connection, a callback, a hand-over or the stop failed; the loop carries
+   * on. A LISTEN outage is one error (and a reminder a minute while it lasts), not one per
+   * reconnect attempt.
+   */
   error: [error: LeaderElectorGroupError];
+  /**
+   * PostgreSQL, for the whole group: LISTEN went `down` (hand-overs are noticed by ticks until it
+   * is back), is `up` again after that, or is `off` for good. See {@link NotificationsState}.
+   */
+  notifications: [state: NotificationsState];
   /** After every tick: counts, duration and the database clock's skew. */
   tick: [tick: GroupTick];
 }

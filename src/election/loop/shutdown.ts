@@ -12,10 +12,13 @@ export const DEFAULT_SHUTDOWN_SIGNALS: readonly NodeJS.Signals[] = Object.freeze
 /** How long {@link stopOnSignals} waits for the electors to stop before ending the process anyway. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
+/** What {@link stopOnSignals} stops: a `LeaderElector`, a `LeaderElectorGroup`, or anything with the same `stop()`. */
 export interface Stoppable {
+  /** Ends its work; resolves when nothing of it runs any more. */
   stop(): Promise<void>;
 }
 
+/** The options of {@link stopOnSignals}. */
 export interface StopOnSignalsOptions {
   /** Default {@link DEFAULT_SHUTDOWN_SIGNALS} (`SIGTERM`, `SIGINT`). */
   signals?: readonly NodeJS.Signals[];

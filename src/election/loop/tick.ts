@@ -28,8 +28,11 @@ export interface ClockSkew {
  * `gemstone-utils/metrics` are made of (and what any other observer may use).
  */
 export interface ElectorTick {
+  /** The elector's namespace. */
   readonly ns: string;
+  /** The elector's candidate id. */
   readonly candidateId: string;
+  /** What the tick's `elect` did: acquired or renewed the lease, followed another leader, or failed. */
   readonly outcome: TickOutcome;
   /** From just before the `elect` was sent until its answer or error arrived (monotonic clock), in seconds. */
   readonly durationSeconds: number;

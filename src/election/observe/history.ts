@@ -14,7 +14,9 @@ export type { VacateReason };
 
 /** One term of a namespace, as `getHistory` returns it. */
 export interface HistoryEntry {
+  /** The namespace. */
   readonly ns: string;
+  /** The term: one row per term, numbered from 1. */
   readonly term: number;
   /** The candidate that held the lease during this term. */
   readonly leaderId: string;

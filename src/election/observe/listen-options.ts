@@ -14,9 +14,11 @@ export const NOTIFY_CHANNEL = 'gemstone_election';
  * the database; listeners drop news about another schema's or prefix's tables.
  */
 export interface LeaseChange {
+  /** The namespace whose lease changed. */
   ns: string;
   /** The new leader, or null when the lease was vacated. */
   leaderId: string | null;
+  /** The term of the new leader, or of the leadership that was vacated. */
   term: number;
 }
 
@@ -24,6 +26,12 @@ export interface LeaseChange {
 export const DEFAULT_LISTEN_RECONNECT_MIN_MS = 100;
 /** Longest delay between reconnection attempts of the LISTEN connection. */
 export const DEFAULT_LISTEN_RECONNECT_MAX_MS = 5_000;
+/**
+ * While LISTEN stays down, how often the outage is reported again: its first failure is reported
+ * at once, the reconnect attempts that follow (every few seconds at most) are not, except as one
+ * reminder per this interval.
+ */
+export const LISTEN_DOWN_REPORT_INTERVAL_MS = 60_000;
 /** Connection timeout of the LISTEN connection unless the DataSource sets `connectTimeoutMS`. */
 export const DEFAULT_LISTEN_CONNECT_TIMEOUT_MS = 10_000;
 /**

@@ -22,6 +22,7 @@ const EXPIRY_MARGIN_MS = 10;
 
 /** One state of a namespace's leadership, as {@link LeaderWatch} yields it. */
 export interface LeaderChange {
+  /** The namespace watched. */
   readonly ns: string;
   /** The holder of the unexpired lease; null when the lease is vacant or has expired. */
   readonly leaderId: string | null;
@@ -174,6 +175,7 @@ interface Waiter {
  * for; its late answer starts nothing. Changes that arrive while the consumer is busy are queued.
  */
 export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefined> {
+  /** The namespace watched. */
   readonly ns: string;
   readonly #source: WatchSource;
   readonly #pollMs: number;
@@ -207,6 +209,7 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
     this.#onError = options.onError;
   }
 
+  /** The watch itself: `for await (const change of watch)`. */
   [Symbol.asyncIterator](): this {
     return this;
   }

@@ -12,6 +12,7 @@ import { ElectorHealth, ElectorRole, TickHealth } from '../health';
 import { LocalDeadline } from '../monotonic';
 import { LoopRun } from '../loop-run';
 import { pruneIfDue, settlesWithin } from '../loop-support';
+import { NotificationsReporter } from '../notifications-state';
 import { stopOnSignals } from '../shutdown';
 import { ClockSkew, ClockSkewAlarm, measureClockSkew } from '../tick';
 import type { Campaign, CampaignAnswer } from './campaign';
@@ -645,12 +646,17 @@ export class LoopEngine {
 
   #listen(dataSource: DataSource, url: string | undefined): LeaseChangeSubscription {
     const only = this.#host.listenNs;
+    const notifications = new NotificationsReporter(
+      (message, error) => void this.reporter.fail('listen', null, message, error),
+      (state) => this.reporter.emit('notifications', state),
+    );
     const subscriber: ListenSubscriber = {
       ...(only === null ? { ns: '', matches: (ns: string) => this.#namespaces.has(ns) } : { ns: only }),
       onChange: (change) => this.#onLeaseChange(change),
-      onError: (error) => void this.reporter.fail('listen', null, 'the PostgreSQL LISTEN connection failed (reconnecting with backoff; ticks go on)', error),
+      onError: (error) => notifications.down(error),
       onResync: () => this.kick(),
-      onUnavailable: (error) => void this.reporter.fail('listen', null, 'LISTEN does not deliver notifications here; falling back to ticks', error),
+      onRestored: (outage) => notifications.up(outage),
+      onUnavailable: (error) => notifications.off(error),
     };
     return subscribeToLeaseChanges(dataSource, subscriber, { url });
   }
