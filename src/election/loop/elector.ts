@@ -91,6 +91,7 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     );
   }
 
+  /** The namespace this elector campaigns in. */
   get ns(): string {
     return this.#o.ns;
   }
