@@ -77,7 +77,9 @@ function nodePathWithTestModules(current = process.env.NODE_PATH) {
  */
 function useTestPackages() {
   if (!fs.existsSync(TEST_MODULES)) {
-    throw new Error(`${TEST_MODULES} is missing: run \`npm ci --prefix test\` once after \`npm ci\` (the packages of the tests, the demo, the examples, bench/ and tools/)`);
+    // `npm run demo` right after `npm ci` ends here: one line saying what to run, no stack.
+    process.stderr.write(`${TEST_MODULES} is missing: run \`npm ci --prefix test\` once after \`npm ci\` (the packages of the tests, the demo, the examples, bench/ and tools/)\n`);
+    process.exit(1);
   }
   const Module = require('module');
   const wanted = nodePathWithTestModules();
