@@ -44,7 +44,7 @@ run_election() {
   node -e '
     const r = JSON.parse(process.argv[1]);
     if (!(r.elected && r.term === 1 && r.electorTerm === 1 && r.sameRegistry)) { console.error("check-install: unexpected result"); process.exit(1); }
-    if (!r.resolved.startsWith(process.argv[2])) { console.error(`check-install: gemstone-utils resolved to ${r.resolved}, not the project's copy`); process.exit(1); }
+    if (!r.resolved.startsWith(process.argv[2])) { console.error(`check-install: gemstone-utils resolved to ${r.resolved}, not the copy in the project`); process.exit(1); }
   ' "$output" "$work/consumer/node_modules/gemstone-utils/"
 }
 step "running a CommonJS election on sqlite::memory:"
