@@ -1,5 +1,5 @@
 // Tests import the built package (dist/), as users do: `npm test` builds first.
-// jest and the packages of the tests come from test/ (`npm ci --prefix test`), the shared ones
+// jest and the packages of the tests come from test/deps/ (`npm ci --prefix test/deps`), the shared ones
 // (TypeORM, Nest, reflect-metadata, …) from the root: see test/support/packages.js.
 const path = require('path');
 const { SHARED, TEST_MODULES, sharedModuleNameMapper } = require('./test/support/packages');
@@ -23,14 +23,14 @@ module.exports = {
     ...(process.env.GEMSTONE_HA_TESTS === '1' ? [] : ['/test/ha/']),
   ],
   transform: { '^.+\\.ts$': [path.join(TEST_MODULES, 'ts-jest'), { tsconfig: 'tsconfig.jest.json' }] },
-  // dist/, bench/ and the children's scripts live outside test/: test/'s packages (the drivers
+  // dist/, bench/ and the children's scripts live outside test/: test/deps/'s packages (the drivers
   // TypeORM loads, …) are found here after the usual node_modules folders.
   modulePaths: [TEST_MODULES],
   moduleNameMapper: {
     '^gemstone-utils$': '<rootDir>/dist/src/index.js',
     '^gemstone-utils/(db|election|metrics|nestjs|dashboard)$': '<rootDir>/dist/src/$1/index.js',
-    ...(sqlite3v5 ? { '^sqlite3$': '<rootDir>/test/node_modules/sqlite3-v5' } : {}),
-    ...(line03 ? { '^typeorm$': '<rootDir>/test/node_modules/typeorm03', '^typeorm/(.*)$': '<rootDir>/test/node_modules/typeorm03/$1' } : {}),
+    ...(sqlite3v5 ? { '^sqlite3$': '<rootDir>/test/deps/node_modules/sqlite3-v5' } : {}),
+    ...(line03 ? { '^typeorm$': '<rootDir>/test/deps/node_modules/typeorm03', '^typeorm/(.*)$': '<rootDir>/test/deps/node_modules/typeorm03/$1' } : {}),
     // After the TypeORM 0.3 entries (the first match wins): one copy of each shared package.
     ...(SHARED.length > 0 ? sharedModuleNameMapper() : {}),
   },

@@ -7,9 +7,9 @@
 # 2. a CommonJS script runs an election on `sqlite::memory:` there;
 # 3. from this checkout as a path, copied (`--install-links`: npm packs the folder, running its
 #    `prepare`, instead of linking it), in the same project, and the script again.
-# The SQLite driver, an optional peer the user adds, is test/'s `better-sqlite3` (on NODE_PATH,
+# The SQLite driver, an optional peer the user adds, is test/deps/'s `better-sqlite3` (on NODE_PATH,
 # alone): installing it here would compile it from source where no prebuilt binary can be
-# downloaded (minutes) and prove nothing about this package. So test/ must be installed.
+# downloaded (minutes) and prove nothing about this package. So test/deps/ must be installed.
 # Needs the registry: `.ci/run` runs it after the test suites (test/package/consumer.test.ts
 # checks the packed tarball offline).
 # Usage: npm run check:install [-- <git revision, default HEAD>]
@@ -18,8 +18,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 rev=$(git -C "$repo" rev-parse "${1:-HEAD}")
 work=$(mktemp -d "${TMPDIR:-/tmp}/gemstone-check-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-driver="$repo/test/node_modules/better-sqlite3"
-test -d "$driver" || { echo "check-install: $driver is missing: run \`npm ci --prefix test\` first" >&2; exit 1; }
+driver="$repo/test/deps/node_modules/better-sqlite3"
+test -d "$driver" || { echo "check-install: $driver is missing: run \`npm ci --prefix test/deps\` first" >&2; exit 1; }
 mkdir "$work/driver" && ln -s "$driver" "$work/driver/better-sqlite3"
 started=$SECONDS
 step() { echo "check-install: [$((SECONDS - started))s] $*"; }

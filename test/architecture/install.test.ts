@@ -1,7 +1,7 @@
 /**
  * The two installs (test/support/packages.js): the root's is what building the package needs —
  * a git install runs `prepare`, which installs it — so it compiles nothing and warns of no engine
- * on the Node 20 the package supports; test/'s holds the rest. A package the library shares with
+ * on the Node 20 the package supports; test/deps/'s holds the rest. A package the library shares with
  * its user is one copy in a process, in the test workers and in the processes they start.
  */
 import { readFileSync } from 'fs';
@@ -26,7 +26,7 @@ function lockPackages(dir: string): [string, LockEntry][] {
 describe('the root install (what a git install runs before prepare)', () => {
   const packages = lockPackages(REPO_ROOT);
 
-  test('compiles nothing: no package with an install script (native SQLite drivers live in test/)', () => {
+  test('compiles nothing: no package with an install script (native SQLite drivers live in test/deps/)', () => {
     expect(packages.filter(([, entry]) => entry.hasInstallScript).map(([key]) => key)).toEqual([]);
   });
 
@@ -43,14 +43,14 @@ describe('one copy of each shared package', () => {
     expect(SHARED).toEqual(expect.arrayContaining(['typeorm', 'reflect-metadata', 'rxjs', '@nestjs/common', '@nestjs/core', '@opentelemetry/api']));
   });
 
-  test('in a test worker, a shared package resolves to the root, a test package to test/', () => {
+  test('in a test worker, a shared package resolves to the root, a test package to test/deps/', () => {
     for (const name of ['typeorm', 'reflect-metadata', '@opentelemetry/api']) {
       expect(require.resolve(name).startsWith(path.join(ROOT_MODULES, name) + path.sep)).toBe(true);
     }
     expect(require.resolve('better-sqlite3').startsWith(path.join(TEST_MODULES, 'better-sqlite3') + path.sep)).toBe(true);
   });
 
-  // test/'s packages bring second copies (TypeORM 0.3 its reflect-metadata, @opentelemetry/api for
+  // test/deps/'s packages bring second copies (TypeORM 0.3 its reflect-metadata, @opentelemetry/api for
   // sdk-metrics): a child loading them, the package and a driver holds one copy of each shared
   // package, the root's, on both TypeORM lines.
 

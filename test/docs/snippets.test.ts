@@ -63,7 +63,7 @@ function compilerOptions(): ts.CompilerOptions {
     typeRoots: [path.join(ROOT_MODULES, '@types')],
     baseUrl: ROOT,
     paths: {
-      // The packages the snippets import: the root's install, then test/'s (Fastify, @nestjs/schedule, …).
+      // The packages the snippets import: the root's install, then test/deps/'s (Fastify, @nestjs/schedule, …).
       '*': [path.join(ROOT_MODULES, '*'), path.join(TEST_MODULES, '*')],
       'gemstone-utils': dist('index.d.ts'),
       'gemstone-utils/db': dist('db/index.d.ts'),

@@ -1,8 +1,11 @@
 // Probes the server databases once. Unreachable: a failure under CI=true, a loud skip elsewhere
 // (so `npm test` on a laptop with only SQLite passes and says what it skipped).
+// test/deps/'s packages (mysql2 here) on NODE_PATH, in this process and in the test workers and
+// the processes the tests start (the CLI, demo workers, tools: scripts outside test/), which
+// inherit it; and the shared packages resolved to the root's copies (see packages.js).
+require('./packages').useTestPackages();
 const { Client } = require('pg');
 const mysql = require('mysql2/promise');
-const { nodePathWithTestModules } = require('./packages');
 
 const PG_URL = process.env.GEMSTONE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const MYSQL_URL = process.env.GEMSTONE_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/test';
@@ -17,9 +20,6 @@ async function probe(name, connect) {
 }
 
 module.exports = async () => {
-  // The processes the tests start (the CLI, demo workers, tools) run scripts outside test/: they
-  // find test/'s packages through NODE_PATH, which the workers started after this inherit.
-  process.env.NODE_PATH = nodePathWithTestModules();
   process.env.GEMSTONE_TEST_PG_URL = PG_URL;
   process.env.GEMSTONE_TEST_MYSQL_URL = MYSQL_URL;
   const failures = (

@@ -5,10 +5,9 @@ export declare const TEST_MODULES: string;
 /** The shared packages the root has installed (the library's peers, the root's devDependencies). */
 export declare const SHARED: readonly string[];
 export declare function isShared(request: string): boolean;
-/** The folder of an installed package: the root's copy of a shared one, else test/'s, else the root's. */
+/** The folder of an installed package: the root's copy of a shared one, else test/deps/'s, else the root's. */
 export declare function packageDir(name: string): string;
-/** Every installed top-level package, name → folder: the root's, then those only test/ has. */
+/** Every installed top-level package, name → folder: the root's, then those only test/deps/ has. */
 export declare function installedPackages(): Map<string, string>;
 export declare function sharedModuleNameMapper(): Record<string, string>;
-export declare function nodePathWithTestModules(current?: string): string;
 export declare function useTestPackages(): void;

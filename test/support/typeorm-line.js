@@ -1,4 +1,4 @@
-// Preloaded (`node -r`) into the child processes of the tests and tools: test/'s packages and the
+// Preloaded (`node -r`) into the child processes of the tests and tools: test/deps/'s packages and the
 // root's shared ones resolve as in the test workers (packages.js), and with
 // GEMSTONE_TYPEORM_LINE=0.3 `require('typeorm')` resolves to TypeORM 0.3.x (the `typeorm03`
 // alias), as jest's moduleNameMapper does inside the test workers.

@@ -1,6 +1,7 @@
 // Loads the package, both TypeORM lines, OpenTelemetry's SDK, prom-client and a SQLite driver,
 // then prints every package folder that was loaded: { name: [folders] } (test/architecture/install.test.ts).
-require('../../../dist/src/index.js');
+// By its own name, as the tests' child scripts load it (test/ is in the root package's scope).
+require('gemstone-utils');
 require('typeorm');
 require('typeorm03');
 require('@opentelemetry/sdk-metrics');
