@@ -54,6 +54,18 @@ describe('one copy of each shared package', () => {
   // sdk-metrics): a child loading them, the package and a driver holds one copy of each shared
   // package, the root's, on both TypeORM lines.
 
+  // `import` ignores NODE_PATH: test/support/esm-resolve.mjs falls back to test/deps/ (Nest 12's
+  // core, an ES module of the root's, imports @nestjs/platform-express, which test/deps/ holds).
+  test('an ES module outside test/deps/ imports a package only test/deps/ holds', async () => {
+    const child = startNode(['--input-type=module', '-e', "const { ExpressAdapter } = await import('@nestjs/platform-express'); process.stdout.write(typeof ExpressAdapter);"]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect({ code, stdout, stderr }).toEqual({ code: 0, stdout: 'function', stderr: '' });
+  });
+
   test.each([['1.x'], ['0.3']])('in a child process the tests start (TypeORM %s)', async (line) => {
     const child = startNode(['test/support/children/package-copies.js'], { GEMSTONE_TYPEORM_LINE: line === '0.3' ? '0.3' : '' });
     let stdout = '';

@@ -98,6 +98,8 @@ function useTestPackages() {
   Module._resolveFilename = function (request, parent, isMain, options) {
     return isShared(request) ? resolve.call(this, request, parent, isMain, { paths: [ROOT] }) : resolve.call(this, request, parent, isMain, options);
   };
+  // `import` ignores NODE_PATH: its own fallback to test/deps/ (Node 20.6+).
+  Module.register?.(require('url').pathToFileURL(path.join(__dirname, 'esm-resolve.mjs')), { data: { testModules: TEST_MODULES } });
 }
 
 module.exports = { ROOT, ROOT_MODULES, TEST_MODULES, SHARED, isShared, packageDir, installedPackages, sharedModuleNameMapper, useTestPackages };
