@@ -1,4 +1,8 @@
 // Tests import the built package (dist/), as users do: `npm test` builds first.
+// jest and the packages of the tests come from test/deps/ (`npm ci --prefix test/deps`), the shared ones
+// (TypeORM, Nest, reflect-metadata, …) from the root: see test/support/packages.js.
+const path = require('path');
+const { SHARED, TEST_MODULES, sharedModuleNameMapper } = require('./test/support/packages');
 // GEMSTONE_TYPEORM_LINE=0.3 runs the same suite against TypeORM 0.3.x (installed as `typeorm03`).
 const line03 = process.env.GEMSTONE_TYPEORM_LINE === '0.3';
 // GEMSTONE_SQLITE3=5 runs the sqlite3 DataSources on sqlite3 5.x (installed as `sqlite3-v5`)
@@ -18,12 +22,17 @@ module.exports = {
     ...(process.env.GEMSTONE_PACKAGE_TESTS === '1' ? [] : ['/test/package/consumer\\.test\\.ts$']),
     ...(process.env.GEMSTONE_HA_TESTS === '1' ? [] : ['/test/ha/']),
   ],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.jest.json' }] },
+  transform: { '^.+\\.ts$': [path.join(TEST_MODULES, 'ts-jest'), { tsconfig: 'tsconfig.jest.json' }] },
+  // dist/, bench/ and the children's scripts live outside test/: test/deps/'s packages (the drivers
+  // TypeORM loads, …) are found here after the usual node_modules folders.
+  modulePaths: [TEST_MODULES],
   moduleNameMapper: {
     '^gemstone-utils$': '<rootDir>/dist/src/index.js',
     '^gemstone-utils/(db|election|metrics|nestjs|dashboard)$': '<rootDir>/dist/src/$1/index.js',
-    ...(sqlite3v5 ? { '^sqlite3$': '<rootDir>/node_modules/sqlite3-v5' } : {}),
-    ...(line03 ? { '^typeorm$': '<rootDir>/node_modules/typeorm03', '^typeorm/(.*)$': '<rootDir>/node_modules/typeorm03/$1' } : {}),
+    ...(sqlite3v5 ? { '^sqlite3$': '<rootDir>/test/deps/node_modules/sqlite3-v5' } : {}),
+    ...(line03 ? { '^typeorm$': '<rootDir>/test/deps/node_modules/typeorm03', '^typeorm/(.*)$': '<rootDir>/test/deps/node_modules/typeorm03/$1' } : {}),
+    // After the TypeORM 0.3 entries (the first match wins): one copy of each shared package.
+    ...(SHARED.length > 0 ? sharedModuleNameMapper() : {}),
   },
   globalSetup: '<rootDir>/test/support/global-setup.js',
   setupFiles: ['<rootDir>/test/support/setup.js'],

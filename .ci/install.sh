@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm ci` of one package folder, reusing the node_modules an earlier run built from the same lock
-# file on this machine. A clean `npm ci` of the root compiles sqlite3 (twice: 6.x and 5.x) and
-# better-sqlite3 from source: about 9 minutes of a CI run on two cores. CI runs on a machine that
+# file on this machine. A clean `npm ci` of test/deps/ compiles sqlite3 (twice: 6.x and 5.x) and
+# better-sqlite3 from source: about 8 minutes of a CI run on two cores. CI runs on a machine that
 # keeps what earlier runs left, so the tree is kept under $GEMSTONE_CI_CACHE (default
 # /var/cache/gemstone-ci), keyed by the lock file, the npm arguments, Node's version and the
 # architecture; a new machine, or a changed lock file, installs from scratch and fills the cache.
@@ -13,7 +13,7 @@ cache_root=${GEMSTONE_CI_CACHE:-/var/cache/gemstone-ci}
 key=$( { cat "$dir/package-lock.json"; echo "$*"; node --version; uname -m; } | sha256sum | cut -c1-32)
 cached="$cache_root/$key/node_modules"
 
-# The native drivers the tree holds (none in the small folders) must load on this Node.
+# The native drivers the tree holds (test/deps/'s; none in the other folders) must load on this Node.
 loads_natives() {
   (cd "$dir" && node -e '
     for (const name of ["better-sqlite3", "sqlite3", "sqlite3-v5"]) {
@@ -44,5 +44,5 @@ if cp -a "$dir/node_modules" "$tmp/node_modules" && mv -T "$tmp" "$cache_root/$k
 else
   rm -rf "$tmp"
 fi
-# Only the trees of the current lock files are kept (three folders: root, nest11, typescript7).
-ls -1dt "$cache_root"/*/ 2>/dev/null | tail -n +7 | xargs -r rm -rf
+# Only the trees of the current lock files are kept (four folders: root, test, nest11, typescript7).
+ls -1dt "$cache_root"/*/ 2>/dev/null | tail -n +9 | xargs -r rm -rf

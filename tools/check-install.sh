@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# The real install a user makes from git: `npm install git+file://<clone>#<commit>` in a scratch
-# project. npm clones the commit, installs the devDependencies (native SQLite builds), runs
-# `prepare` (clean + build), packs the result and installs that. Then a CommonJS script there
-# runs an election on `sqlite::memory:`. Needs the registry and takes minutes: `.ci/run` runs it
-# after the test suites (test/package/consumer.test.ts checks the packed tarball offline).
-# Then the same from this checkout as a local path (npm links it and runs prepare).
+# The real installs a user makes, each timed:
+# 1. from git: `npm install git+file://<clone>#<commit>` in a scratch project. npm clones the
+#    commit, installs the root's devDependencies (the compiler and the types the build imports:
+#    nothing native), runs `prepare` (clean + build), packs the result and installs that, with
+#    TypeORM and reflect-metadata, the required peers;
+# 2. a CommonJS script runs an election on `sqlite::memory:` there;
+# 3. from this checkout as a path, copied (`--install-links`: npm packs the folder, running its
+#    `prepare`, instead of linking it), in the same project, and the script again.
+# The SQLite driver, an optional peer the user adds, is test/deps/'s `better-sqlite3` (on NODE_PATH,
+# alone): installing it here would compile it from source where no prebuilt binary can be
+# downloaded (minutes) and prove nothing about this package. So test/deps/ must be installed.
+# Needs the registry: `.ci/run` runs it after the test suites (test/package/consumer.test.ts
+# checks the packed tarball offline).
 # Usage: npm run check:install [-- <git revision, default HEAD>]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 rev=$(git -C "$repo" rev-parse "${1:-HEAD}")
 work=$(mktemp -d "${TMPDIR:-/tmp}/gemstone-check-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+driver="$repo/test/deps/node_modules/better-sqlite3"
+test -d "$driver" || { echo "check-install: $driver is missing: run \`npm ci --prefix test/deps\` first" >&2; exit 1; }
+mkdir "$work/driver" && ln -s "$driver" "$work/driver/better-sqlite3"
 started=$SECONDS
 step() { echo "check-install: [$((SECONDS - started))s] $*"; }
 
@@ -21,34 +31,33 @@ git -C "$work/clone" checkout --quiet "$rev"
 mkdir "$work/consumer"
 cd "$work/consumer"
 echo '{ "name": "consumer", "private": true }' > package.json
-step "npm install git+file://…#$rev better-sqlite3 (runs prepare with devDependencies)"
-# better-sqlite3 is an optional peer: a SQLite user installs it; typeorm and reflect-metadata are
-# required peers, which npm installs by itself.
-npm install --no-audit --no-fund "git+file://$work/clone#$rev" better-sqlite3
+step "npm install git+file://…#$rev (the root's devDependencies, then prepare)"
+npm install --no-audit --no-fund "git+file://$work/clone#$rev"
 test -f node_modules/gemstone-utils/dist/src/index.js || { echo "check-install: dist/ missing from the installed package" >&2; exit 1; }
 if find node_modules/gemstone-utils -name '*.map' | grep -q .; then echo "check-install: source maps were installed" >&2; exit 1; fi
+# typeorm and reflect-metadata are required peers: npm installs them by itself.
+for peer in typeorm reflect-metadata; do
+  test -f "node_modules/$peer/package.json" || { echo "check-install: npm did not install the $peer peer" >&2; exit 1; }
+done
 
 run_election() {
   cp "$repo/test/package/consumer/run.cjs" .
-  output=$(node run.cjs)
+  output=$(NODE_PATH="$work/driver" node run.cjs)
   echo "$output"
   node -e '
     const r = JSON.parse(process.argv[1]);
     if (!(r.elected && r.term === 1 && r.electorTerm === 1 && r.sameRegistry)) { console.error("check-install: unexpected result"); process.exit(1); }
-  ' "$output"
+    if (!r.resolved.startsWith(process.argv[2])) { console.error(`check-install: gemstone-utils resolved to ${r.resolved}, not the copy in the project`); process.exit(1); }
+  ' "$output" "$work/consumer/node_modules/gemstone-utils/"
 }
 step "running a CommonJS election on sqlite::memory:"
 run_election
 
-# A local checkout in which `npm install` ran (this one): npm links it and runs its prepare.
-mkdir "$work/path-consumer"
-cd "$work/path-consumer"
-echo '{ "name": "path-consumer", "private": true }' > package.json
-# No driver here: a linked package resolves its imports (typeorm, better-sqlite3) from the
-# checkout's own node_modules, so compiling better-sqlite3 again would prove nothing.
-step "npm install <this checkout> (a path install: linked, prepare rebuilds dist/)"
-npm install --no-audit --no-fund "$repo"
-test -L node_modules/gemstone-utils || { echo "check-install: a path install should link the checkout" >&2; exit 1; }
+# A local checkout in which `npm ci` ran (this one), copied into the same project: its TypeORM,
+# reflect-metadata and driver are the project's, as with the git install.
+step "npm install --install-links <this checkout> (packed: prepare rebuilds dist/)"
+npm install --no-audit --no-fund --install-links "$repo"
+if [ -L node_modules/gemstone-utils ]; then echo "check-install: --install-links should copy the checkout, not link it" >&2; exit 1; fi
 step "running a CommonJS election on sqlite::memory: (path install)"
 run_election
 step "ok"

@@ -676,7 +676,7 @@ export async function checkSchedules(world: World, caps: Capabilities, options: 
   throw new Error(
     [
       `${world.name} — ${title}: a schedule the model does not explain (after ${details.numRuns} schedule(s), ${details.numShrinks} shrink(s)).`,
-      `replay: ${replayHint} npx jest <this file> -t '${(expect.getState().currentTestName ?? '').replace(/[[\]().*+?^$|\\{}]/g, '\\$&')}'`,
+      `replay: ${replayHint} npx --prefix test/deps jest <this file> -t '${(expect.getState().currentTestName ?? '').replace(/[[\]().*+?^$|\\{}]/g, '\\$&')}'`,
       shown ? scheduleText(shown) : '(no counterexample)',
       '',
       error,

@@ -15,6 +15,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { promisify } from 'util';
 import { blockFileName, documentsWithSnippets, documentTsBlocks } from '../support/markdown';
+import { installedPackages } from '../support/packages';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -59,14 +60,13 @@ const PROJECTS: readonly Project[] = [
   },
 ];
 
-/** node_modules of a project: the repository's packages, and gemstone-utils as the repository itself. */
+/** node_modules of a project: the repository's packages (its two installs), and gemstone-utils as the repository itself. */
 function linkModules(dir: string): void {
   const modules = path.join(dir, 'node_modules');
   fs.mkdirSync(modules);
-  const source = fs.realpathSync(path.join(ROOT, 'node_modules'));
-  for (const entry of fs.readdirSync(source)) {
-    if (entry.startsWith('.')) continue;
-    fs.symlinkSync(path.join(source, entry), path.join(modules, entry));
+  for (const [name, source] of installedPackages()) {
+    fs.mkdirSync(path.dirname(path.join(modules, name)), { recursive: true });
+    fs.symlinkSync(fs.realpathSync(source), path.join(modules, name));
   }
   fs.symlinkSync(ROOT, path.join(modules, 'gemstone-utils'));
 }

@@ -13,6 +13,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as ts from 'typescript';
 import { blockFileName, documentsWithSnippets, documentTsBlocks, extractTsBlocks } from '../support/markdown';
+import { packageDir, ROOT_MODULES, TEST_MODULES } from '../support/packages';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const OUT = path.join(ROOT, '.tmp', 'snippets');
@@ -59,9 +60,11 @@ function compilerOptions(): ts.CompilerOptions {
     esModuleInterop: true,
     skipLibCheck: true,
     types: ['node'],
-    typeRoots: [path.join(ROOT, 'node_modules', '@types')],
+    typeRoots: [path.join(ROOT_MODULES, '@types')],
     baseUrl: ROOT,
     paths: {
+      // The packages the snippets import: the root's install, then test/deps/'s (Fastify, @nestjs/schedule, …).
+      '*': [path.join(ROOT_MODULES, '*'), path.join(TEST_MODULES, '*')],
       'gemstone-utils': dist('index.d.ts'),
       'gemstone-utils/db': dist('db/index.d.ts'),
       'gemstone-utils/election': dist('election/index.d.ts'),
@@ -70,7 +73,7 @@ function compilerOptions(): ts.CompilerOptions {
       'gemstone-utils/dashboard': dist('dashboard/index.d.ts'),
       // GEMSTONE_TYPEORM_LINE=0.3: the snippets and the package's declarations see TypeORM 0.3.
       ...(process.env['GEMSTONE_TYPEORM_LINE'] === '0.3'
-        ? { typeorm: [path.join(ROOT, 'node_modules', 'typeorm03')], 'typeorm/*': [path.join(ROOT, 'node_modules', 'typeorm03', '*')] }
+        ? { typeorm: [packageDir('typeorm03')], 'typeorm/*': [path.join(packageDir('typeorm03'), '*')] }
         : {}),
     },
   };

@@ -1,7 +1,8 @@
 /**
  * A scratch consumer project in a temp dir that installs the packed tarball the way npm would lay
  * it out, without network: the tarball is extracted to node_modules/gemstone-utils and the peer
- * and dev packages a consumer would install are symlinked from the repo's node_modules. `pg` and
+ * and dev packages a consumer would install are symlinked from the repo's installs (the root's
+ * and test/'s node_modules). `pg` and
  * `@types/pg` are left out on purpose: a SQLite user installs neither.
  */
 import { execFile } from 'child_process';
@@ -10,6 +11,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { promisify } from 'util';
 import { REPO_ROOT } from '../support/children/spawn';
+import { packageDir } from '../support/packages';
 
 const run = promisify(execFile);
 
@@ -64,8 +66,10 @@ export async function createConsumer(packed: Packed): Promise<string> {
   fs.mkdirSync(installed, { recursive: true });
   await run('tar', ['-xzf', packed.tarball, '-C', installed, '--strip-components=1']);
   const line03 = process.env.GEMSTONE_TYPEORM_LINE === '0.3';
+  // Linked from two installs, they find each other (TypeORM its SQLite driver) through the
+  // NODE_PATH the test run sets (test/support/packages.js), as siblings in a user's node_modules do.
   for (const name of LINKED_PACKAGES) {
-    const source = path.join(REPO_ROOT, 'node_modules', name === 'typeorm' && line03 ? 'typeorm03' : name);
+    const source = packageDir(name === 'typeorm' && line03 ? 'typeorm03' : name);
     const link = path.join(dir, 'node_modules', name);
     fs.mkdirSync(path.dirname(link), { recursive: true });
     fs.symlinkSync(source, link, 'dir');

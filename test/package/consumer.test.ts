@@ -10,6 +10,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { REPO_ROOT } from '../support/children/spawn';
 import { blockFileName, documentsWithSnippets, documentTsBlocks } from '../support/markdown';
+import { packageDir } from '../support/packages';
 import {
   createConsumer,
   DocSnippet,
@@ -33,7 +34,7 @@ const SETTINGS: readonly TypeCheckSetting[] = [
 ];
 
 const TSC = path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-const TSGO = path.join(REPO_ROOT, 'node_modules', '@typescript', 'native-preview', 'bin', 'tsgo');
+const TSGO = path.join(packageDir('@typescript/native-preview'), 'bin', 'tsgo');
 const HAS_TSGO = fs.existsSync(TSGO);
 /** TypeScript 7 removed `moduleResolution: node10` (error TS5108), so that row is TypeScript 5 only. */
 const TSGO_SETTINGS = SETTINGS.filter((setting) => setting.moduleResolution !== 'node10');

@@ -8,10 +8,10 @@
  * exactly once, and nobody is told of a term it did not acquire.
  */
 import { ChildProcess, spawn } from 'child_process';
-import * as path from 'path';
 import type { Logger } from 'typeorm';
 import { ElectionService, LeaderElector, LeaderElectorGroup } from 'gemstone-utils';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
+import { packageDir } from '../support/packages';
 import { ns as freshNs, instantMs } from '../support/rows';
 
 const RUN_MS = 20_000;
@@ -81,7 +81,7 @@ describeEachDatabase(
         const ds1 = await db.connect({ logger: counter });
         const ds2 = await db.connect({ logger: counter });
         const file = db.url().slice('sqlite:'.length).split('?')[0]!;
-        holder = spawn(process.execPath, ['-e', HOLDER, path.resolve(__dirname, '../../node_modules/better-sqlite3'), file], { stdio: ['pipe', 'pipe', 'inherit'] });
+        holder = spawn(process.execPath, ['-e', HOLDER, packageDir('better-sqlite3'), file], { stdio: ['pipe', 'pipe', 'inherit'] });
         let holderOutput = '';
         holder.stdout!.on('data', (chunk: Buffer) => (holderOutput += chunk.toString()));
         const holderDone = new Promise<void>((resolve) => holder!.on('exit', () => resolve()));

@@ -1,5 +1,9 @@
 // Probes the server databases once. Unreachable: a failure under CI=true, a loud skip elsewhere
 // (so `npm test` on a laptop with only SQLite passes and says what it skipped).
+// test/deps/'s packages (mysql2 here) on NODE_PATH, in this process and in the test workers and
+// the processes the tests start (the CLI, demo workers, tools: scripts outside test/), which
+// inherit it; and the shared packages resolved to the root's copies (see packages.js).
+require('./packages').useTestPackages();
 const { Client } = require('pg');
 const mysql = require('mysql2/promise');
 

@@ -6,9 +6,9 @@
  * copies of SQLite in one process (better-sqlite3's beside node-sqlite3's) do not see each other's
  * locks, so a lock taken through the other driver would not be a lock at all.
  */
-import * as path from 'path';
 import { once } from 'events';
 import { Worker } from 'worker_threads';
+import { packageDir } from './packages';
 
 export type SqliteDriverName = 'sqlite3' | 'better-sqlite3';
 
@@ -42,8 +42,7 @@ export class SyncSqliteLocker {
   private readonly worker: Worker;
 
   constructor(file: string, driver: SqliteDriverName) {
-    const root = path.resolve(__dirname, '..', '..', 'node_modules');
-    const module = driver === 'better-sqlite3' ? path.join(root, 'better-sqlite3') : path.join(root, process.env.GEMSTONE_SQLITE3 === '5' ? 'sqlite3-v5' : 'sqlite3');
+    const module = packageDir(driver === 'better-sqlite3' ? 'better-sqlite3' : process.env.GEMSTONE_SQLITE3 === '5' ? 'sqlite3-v5' : 'sqlite3');
     this.worker = new Worker(WORKER, { eval: true, workerData: { file, module, driver, signal: this.signal } });
     this.worker.unref();
   }

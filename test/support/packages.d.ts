@@ -1,0 +1,13 @@
+// Types of packages.js (plain JavaScript: jest.config.js and the preload of child processes load it).
+export declare const ROOT: string;
+export declare const ROOT_MODULES: string;
+export declare const TEST_MODULES: string;
+/** The shared packages the root has installed (the library's peers, the root's devDependencies). */
+export declare const SHARED: readonly string[];
+export declare function isShared(request: string): boolean;
+/** The folder of an installed package: the root's copy of a shared one, else test/deps/'s, else the root's. */
+export declare function packageDir(name: string): string;
+/** Every installed top-level package, name → folder: the root's, then those only test/deps/ has. */
+export declare function installedPackages(): Map<string, string>;
+export declare function sharedModuleNameMapper(): Record<string, string>;
+export declare function useTestPackages(): void;
