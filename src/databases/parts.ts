@@ -10,6 +10,7 @@ import type { SessionParts } from './contract/session';
 import type { LeaseChangeNotifications } from './contract/notifications';
 import type { ProgramsPart } from './contract/programs';
 import type { ElectParts } from './contract/store';
+import type { CancellableReads } from './contract/cancellable-reads';
 
 /**
  * What each database does differently above plain SQL — its elect, group tick, schema, pruning,
@@ -40,6 +41,11 @@ export interface DatabaseParts {
   readonly programs?: ProgramsPart;
   /** Lease changes pushed to a listening connection (PostgreSQL LISTEN/NOTIFY); absent elsewhere. */
   readonly notifications?: LeaseChangeNotifications;
+  /**
+   * Reads bounded at the server and cancelled there on demand (`db/bounded-read.ts`: the
+   * dashboard's reads); absent where a read cannot wait without a bound (SQLite).
+   */
+  readonly cancellableReads?: CancellableReads;
 }
 
 const registered = new Map<Dialect, DatabaseParts>();

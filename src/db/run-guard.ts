@@ -29,6 +29,11 @@ export function outsideRuns<T>(work: () => T): T {
   return runs.exit(work);
 }
 
+/** The signal of the run the current work belongs to, if any (a read that cancels itself follows it too). */
+export function currentRunSignal(): AbortSignal | undefined {
+  return runs.getStore();
+}
+
 /** Whether the current work belongs to a loop's run. */
 export function inRun(): boolean {
   return runs.getStore() !== undefined;

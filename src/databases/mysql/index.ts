@@ -4,6 +4,7 @@ import { mysqlDemoLedger } from './demo-ledger';
 import { mysqlDdl } from './ddl';
 import { mysqlGroup } from './group';
 import { registerTarget } from '../targets';
+import { mysqlReads } from './reads';
 import { mysqlSession } from './connection';
 import { mysqlTarget } from './url';
 import { mysqlDialect } from './dialect';
@@ -23,5 +24,6 @@ registerParts(mysqlDialect, {
   group: mysqlGroup,
   session: mysqlSession,
   elect: mysqlElect,
+  cancellableReads: mysqlReads,
 });
 registerTarget(mysqlTarget);

@@ -4,6 +4,7 @@ import { postgresDemoLedger } from './demo-ledger';
 import { postgresDdl } from './ddl';
 import { postgresGroup } from './group';
 import { registerTarget } from '../targets';
+import { postgresReads } from './reads';
 import { postgresSession } from './connection';
 import { postgresTarget } from './url';
 import { postgresDialect } from './dialect';
@@ -25,5 +26,6 @@ registerParts(postgresDialect, {
   session: postgresSession,
   elect: postgresElect,
   notifications: { subscribe: subscribeToLeaseChanges },
+  cancellableReads: postgresReads,
 });
 registerTarget(postgresTarget);
