@@ -1,11 +1,14 @@
 /// <reference types="node" preserve="true" />
+import { setMaxListeners } from 'events';
 import type { IncomingMessage, ServerResponse } from 'http';
 import type { DataSource } from 'typeorm';
 import { contextOf } from '../db/context';
 import { getDataSource } from '../db/default-data-source';
-import { ValidationError } from '../errors';
+import { GemstoneError, ValidationError } from '../errors';
 import { assertEntitiesRegistered } from '../election/entities-check';
-import { ElectionService } from '../election/service';
+import { ReadCancelledError, ReadTimeoutError } from '../db/bounded-read';
+import { leaderWatchSource } from '../election/service';
+import { checkWatchOptions, LeaderWatch } from '../election/observe/watch';
 import { Asset, loadAssets } from './assets/files';
 import { send, sendError, sendJson } from './http';
 import { streamNamespace } from './live/namespace-stream';
@@ -17,6 +20,7 @@ import { checkDashboardOptions, DashboardOptions } from './options';
 import { namespaceParam, overviewQuery, windowSeconds } from './params';
 import { namespaceStatements, readNamespace } from './queries/namespace';
 import { overviewSnapshots, overviewStatements, readOverview, type OverviewSnapshots } from './queries/overview';
+import { ReadBounds, readWith } from './queries/read';
 import { readTimeline, timelineStatements } from './queries/timeline';
 
 /**
@@ -27,11 +31,12 @@ import { readTimeline, timelineStatements } from './queries/timeline';
 export interface Dashboard {
   (request: IncomingMessage, response: ServerResponse, next?: (error?: unknown) => void): void;
   /**
-   * Ends every live stream and waits for the requests in progress, at most `closeTimeoutMs`
-   * (default 2000): when it resolves nothing the dashboard started (a watch, a poll, a LISTEN
-   * subscription, a query) is still running, except reads the database has not answered within
-   * that bound (one stuck behind a lock): those are abandoned, and release their connection
-   * when the database answers. Later requests get 503. Call it before destroying the DataSource.
+   * Ends every live stream, cancels every read in progress at the database (one waiting behind a
+   * lock included) and waits until all of them have ended: when it resolves nothing the dashboard
+   * started (a watch, a poll, a LISTEN subscription, a statement) is still running. The wait is
+   * bounded by `closeTimeoutMs` (default 2000), reached only when a cancel cannot get through or
+   * an `authorize` hook hangs: it resolves then anyway and tells `onError` what it left. Requests
+   * it cut short, and later ones, get 503. Call it before destroying the DataSource.
    */
   close(): Promise<void>;
   /** `close()` was called. */
@@ -40,12 +45,12 @@ export interface Dashboard {
   readonly streams: number;
 }
 
-/** Resolves when `work` settles or `ms` passed, whichever comes first. */
-async function settledWithin(work: Promise<void>, ms: number): Promise<void> {
+/** Whether `work` settled within `ms`; resolves at the first of the two. */
+async function settledWithin(work: Promise<void>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  const bound = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   try {
-    await Promise.race([work, bound]);
+    return await Promise.race([work.then(() => true), bound]);
   } finally {
     clearTimeout(timer);
   }
@@ -111,10 +116,21 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
   const assets: ReadonlyMap<string, Asset> = loadAssets();
   const streams = new LiveStreams(o.maxStreams, o.maxStreamBufferBytes);
   const inFlight = new Set<Promise<void>>();
+  /** One per request being served: aborted when its client goes away or the dashboard closes, which cancels its reads. */
+  const requests = new Set<AbortController>();
   const readersBySource = new WeakMap<DataSource, Readers>();
   const settings = { flapWindowSeconds: o.flapWindowSeconds, flapTerms: o.flapTerms };
   let closed = false;
   let closing: Promise<void> | undefined;
+  /** Aborts when the dashboard closes: it ends the reads that requests and streams share (the overview's snapshots). */
+  const lifetime = new AbortController();
+  // Every shared read in flight listens to it (at most one per snapshot key): no listener limit.
+  setMaxListeners(0, lifetime.signal);
+
+  /** How every read of the dashboard is bounded: `signal` ends it (see `readWith`). */
+  const bounds = (signal: AbortSignal): ReadBounds => ({ signal, timeoutMs: o.readTimeoutMs, timeoutName: 'readTimeoutMs', onError: o.onError });
+  /** A read that requests and streams share: only close() ends it early, not one of them going away. */
+  const shared = bounds(lifetime.signal);
 
   function readers(): Readers {
     const dataSource = o.dataSource ?? getDataSource();
@@ -129,30 +145,40 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
         namespace: namespaceStatements(context, settings),
         timeline: timelineStatements(context),
         polls: new OverviewPolls(dataSource, o.pollMs, o.onError),
-        watches: new NamespaceWatches(new ElectionService(dataSource), o.pollMs, o.onError),
+        watches: new NamespaceWatches((ns, signal) => watchNamespace(dataSource, ns, signal), o.onError),
       };
       readersBySource.set(dataSource, found);
     }
     return found;
   }
 
-  async function api(path: string, params: URLSearchParams, response: ServerResponse, head: boolean): Promise<void> {
+  /**
+   * A namespace's watch (as `ElectionService.watch`) whose reads are the dashboard's: cancelled at
+   * the database when `signal` aborts (its last stream has gone), bounded by `readTimeoutMs` (a read that hits it is
+   * reported to `onError` and retried, as a watch does with a failed read).
+   */
+  function watchNamespace(dataSource: DataSource, ns: string, signal: AbortSignal): LeaderWatch {
+    const source = leaderWatchSource(dataSource, ns, (statement) => readWith(dataSource, bounds(signal), (run) => run(statement)));
+    return new LeaderWatch(source, checkWatchOptions({ ns, signal, pollMs: o.pollMs, onError: o.onError }));
+  }
+
+  async function api(path: string, params: URLSearchParams, response: ServerResponse, head: boolean, signal: AbortSignal): Promise<void> {
     const r = readers();
     switch (path) {
       case '/api/overview':
-        return sendJson(response, 200, await readOverview(r.dataSource, r.overview, r.snapshots, overviewQuery(params), settings), head);
+        return sendJson(response, 200, await readOverview(r.dataSource, r.overview, r.snapshots, overviewQuery(params), settings, bounds(signal), shared), head);
       case '/api/overview/timeline': {
         const query = overviewQuery(params);
         const window = windowSeconds(params);
-        const page = await readOverview(r.dataSource, r.overview, r.snapshots, query, settings);
+        const page = await readOverview(r.dataSource, r.overview, r.snapshots, query, settings, bounds(signal), shared);
         const namespaces = page.rows.map((row) => row.ns);
-        return sendJson(response, 200, { namespaces, ...(await readTimeline(r.dataSource, r.timeline, namespaces, window)) }, head);
+        return sendJson(response, 200, { namespaces, ...(await readTimeline(r.dataSource, r.timeline, namespaces, window, bounds(signal))) }, head);
       }
       case '/api/namespace':
-        return sendJson(response, 200, await readNamespace(r.dataSource, r.namespace, namespaceParam(params), settings), head);
+        return sendJson(response, 200, await readNamespace(r.dataSource, r.namespace, namespaceParam(params), settings, bounds(signal)), head);
       case '/api/namespace/timeline': {
         const ns = namespaceParam(params);
-        return sendJson(response, 200, await readTimeline(r.dataSource, r.timeline, [ns], windowSeconds(params)), head);
+        return sendJson(response, 200, await readTimeline(r.dataSource, r.timeline, [ns], windowSeconds(params), bounds(signal)), head);
       }
       case '/api/overview/events':
       case '/api/namespace/events': {
@@ -165,17 +191,19 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
         return streams.open(
           response,
           head,
-          (stream, signal) =>
+          (stream, streamSignal) =>
             query
-              ? streamOverview(stream, signal, r.polls, JSON.stringify(query), () => readOverview(r.dataSource, r.overview, r.snapshots, query, settings))
-              : streamNamespace(stream, signal, r.watches, ns!),
+              ? streamOverview(stream, streamSignal, r.polls, JSON.stringify(query), (pollSignal) =>
+                  readOverview(r.dataSource, r.overview, r.snapshots, query, settings, bounds(pollSignal), shared),
+                )
+              : streamNamespace(stream, streamSignal, r.watches, ns!),
           o.onError,
         );
       }
     }
   }
 
-  async function serve(request: IncomingMessage, response: ServerResponse, next: ((error?: unknown) => void) | undefined): Promise<void> {
+  async function serve(request: IncomingMessage, response: ServerResponse, next: ((error?: unknown) => void) | undefined, signal: AbortSignal): Promise<void> {
     const target = locate(request, o.basePath);
     const known = target !== undefined && (target.path === '' || assets.has(target.path) || API_ROUTES.has(target.path));
     if (!known) {
@@ -198,21 +226,32 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
     const asset = assets.get(path === '' ? '/' : path);
     if (asset) return send(response, 200, asset.type, asset.body, { 'cache-control': 'no-cache' }, head);
     try {
-      await api(path, params, response, head);
+      await api(path, params, response, head, signal);
     } catch (error) {
       if (error instanceof ValidationError) return sendError(response, 400, error.message, { parameter: error.parameter });
+      if (error instanceof ReadTimeoutError) return sendError(response, 503, error.message, {}, { 'retry-after': '5' });
+      // Cut short by close(), or its client went away (then nobody reads this).
+      if (error instanceof ReadCancelledError) return sendError(response, 503, closed ? 'the dashboard is closed' : 'the request was cancelled');
       throw error;
     }
   }
 
   const dashboard = ((request: IncomingMessage, response: ServerResponse, next?: (error?: unknown) => void) => {
-    const work = serve(request, response, next).catch((error: unknown) => {
+    const controller = new AbortController();
+    if (closed) controller.abort();
+    requests.add(controller);
+    // 'close' of the response: finished, or its connection dropped (then a read under way is cancelled).
+    response.once('close', () => controller.abort());
+    const work = serve(request, response, next, controller.signal).catch((error: unknown) => {
       // The error stays on the server: its text (an authorize hook's, a driver's) is not the client's to read.
       o.onError(error);
       sendError(response, 500, 'the dashboard could not answer (the error is in the server log)');
     });
     inFlight.add(work);
-    void work.finally(() => inFlight.delete(work));
+    void work.finally(() => {
+      inFlight.delete(work);
+      requests.delete(controller);
+    });
   }) as Dashboard;
 
   Object.defineProperties(dashboard, {
@@ -220,11 +259,22 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
       value: () =>
         (closing ??= (async () => {
           closed = true;
+          // Cancels the requests' and the shared reads at the database; the streams' are cancelled as they end.
+          for (const controller of requests) controller.abort();
+          lifetime.abort();
           const ended = (async () => {
             await streams.close();
             while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
           })();
-          await settledWithin(ended, o.closeTimeoutMs);
+          if (!(await settledWithin(ended, o.closeTimeoutMs))) {
+            o.onError(
+              new GemstoneError(
+                `dashboard.close(): ${inFlight.size} request(s) and ${streams.size} live stream(s) had not ended within closeTimeoutMs ` +
+                  `(${o.closeTimeoutMs} ms) although their reads were cancelled at the database (a cancel waits for a free connection ` +
+                  'of the pool; an authorize hook may hang): close() resolved without them; each releases its connection when the database answers it',
+              ),
+            );
+          }
         })()),
     },
     closed: { get: () => closed },

@@ -47,11 +47,23 @@ export interface DashboardOptions {
    */
   readonly maxStreamBufferBytes?: number;
   /**
-   * How long `close()` waits, in ms, for the reads in progress (one stuck behind a database lock
-   * waits as long as the lock is held); it resolves then anyway, and such a read releases its
-   * connection when the database answers it. Default {@link DEFAULT_DASHBOARD_CLOSE_TIMEOUT_MS} (2000).
+   * How long `close()` waits, in ms, for what the dashboard started to end. It cancels every read in
+   * progress at the database (PostgreSQL `pg_cancel_backend`, MySQL/MariaDB `KILL QUERY`), so this
+   * bound is reached only when a cancel cannot get through (it needs a free connection of the
+   * DataSource's pool) or an `authorize` hook hangs: `close()` resolves then anyway and tells
+   * `onError` what it left running. Default {@link DEFAULT_DASHBOARD_CLOSE_TIMEOUT_MS} (2000).
    */
   readonly closeTimeoutMs?: number;
+  /**
+   * How long one read of the database may take, in ms, for a request or a live view: the database
+   * stops each statement at this bound (PostgreSQL `statement_timeout`, MariaDB
+   * `max_statement_time`) and the dashboard cancels the read at the database when it is reached
+   * (a read waiting behind a lock held elsewhere, a slow server). A request then answers 503 with
+   * a message naming this option; a live view sends a `problem` event, tells `onError`, and reads
+   * again at its next poll. SQLite reads wait at most the library's bounds for the shared
+   * connection instead. Default {@link DEFAULT_DASHBOARD_READ_TIMEOUT_MS} (10000).
+   */
+  readonly readTimeoutMs?: number;
   /** A namespace whose terms ended `flapTerms` times or more within this many seconds is shown as flapping. Default {@link DEFAULT_FLAP_WINDOW_SECONDS} (600). */
   readonly flapWindowSeconds?: number;
   /** See `flapWindowSeconds`. Default {@link DEFAULT_FLAP_TERMS} (3). */
@@ -68,6 +80,10 @@ export const DEFAULT_DASHBOARD_MAX_STREAMS = 64;
 export const DEFAULT_DASHBOARD_MAX_STREAM_BUFFER_BYTES = 1_048_576;
 /** Default of {@link DashboardOptions.closeTimeoutMs}. */
 export const DEFAULT_DASHBOARD_CLOSE_TIMEOUT_MS = 2_000;
+/** Default of {@link DashboardOptions.readTimeoutMs}: ten seconds. */
+export const DEFAULT_DASHBOARD_READ_TIMEOUT_MS = 10_000;
+/** The longest accepted {@link DashboardOptions.readTimeoutMs}: ten minutes. */
+export const MAX_DASHBOARD_READ_TIMEOUT_MS = 600_000;
 /** Default of {@link DashboardOptions.flapWindowSeconds}: ten minutes. */
 export const DEFAULT_FLAP_WINDOW_SECONDS = 600;
 /** Default of {@link DashboardOptions.flapTerms}. */
@@ -106,12 +122,13 @@ export interface CheckedDashboardOptions {
   maxStreams: number;
   maxStreamBufferBytes: number;
   closeTimeoutMs: number;
+  readTimeoutMs: number;
   flapWindowSeconds: number;
   flapTerms: number;
   onError: (error: unknown) => void;
 }
 
-const KEYS = ['dataSource', 'basePath', 'authorize', 'challenge', 'pollMs', 'maxStreams', 'maxStreamBufferBytes', 'closeTimeoutMs', 'flapWindowSeconds', 'flapTerms', 'onError'] as const;
+const KEYS = ['dataSource', 'basePath', 'authorize', 'challenge', 'pollMs', 'maxStreams', 'maxStreamBufferBytes', 'closeTimeoutMs', 'readTimeoutMs', 'flapWindowSeconds', 'flapTerms', 'onError'] as const;
 
 function wholeNumber(value: unknown, parameter: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
@@ -161,6 +178,8 @@ export function checkDashboardOptions(value: unknown): CheckedDashboardOptions {
         ? DEFAULT_DASHBOARD_MAX_STREAM_BUFFER_BYTES
         : wholeNumber(o.maxStreamBufferBytes, 'options.maxStreamBufferBytes', 1_024, 1_073_741_824),
     closeTimeoutMs: o.closeTimeoutMs === undefined ? DEFAULT_DASHBOARD_CLOSE_TIMEOUT_MS : wholeNumber(o.closeTimeoutMs, 'options.closeTimeoutMs', 0, 600_000),
+    readTimeoutMs:
+      o.readTimeoutMs === undefined ? DEFAULT_DASHBOARD_READ_TIMEOUT_MS : wholeNumber(o.readTimeoutMs, 'options.readTimeoutMs', 1, MAX_DASHBOARD_READ_TIMEOUT_MS),
     flapWindowSeconds:
       o.flapWindowSeconds === undefined ? DEFAULT_FLAP_WINDOW_SECONDS : wholeNumber(o.flapWindowSeconds, 'options.flapWindowSeconds', 1, MAX_TIMELINE_WINDOW_SECONDS),
     flapTerms: o.flapTerms === undefined ? DEFAULT_FLAP_TERMS : wholeNumber(o.flapTerms, 'options.flapTerms', 1, 1_000_000),

@@ -4,13 +4,14 @@ import { getDataSource } from '../db/default-data-source';
 import { assertInitialized, withExplainedFailures } from '../db/explain-error';
 import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, Session, withManager } from '../db/session';
 import { NotLeaderError, ValidationError, shown } from '../errors';
+import type { SqlFragment } from '../db/sql';
 import { assertEntitiesRegistered } from './entities-check';
 import { electsLocked } from './paths';
 import { LeadingTerms } from './leading-terms';
 import { partsOf } from '../databases/parts';
 import type { ElectionPrograms } from '../databases/contract/programs';
-import { createStore, decide, ElectionStore, LeaderRow, ObservedLeader } from './store';
-import { checkWatchOptions, LeaderWatch, MissedTerm, WatchOptions } from './observe/watch';
+import { createStore, decide, ElectionStore, LeaderRow } from './store';
+import { checkWatchOptions, LeaderWatch, MissedTerm, WatchOptions, WatchSource } from './observe/watch';
 import { checkHistoryOptions, createHistoryStatements, GetHistoryOptions, HistoryEntry, HistoryStatements, VacateReason } from './observe/history';
 import {
   CallOptions,
@@ -119,6 +120,28 @@ function historyOf(context: DbContext): HistoryStatements {
   let history = histories.get(context);
   if (!history) histories.set(context, (history = createHistoryStatements(context)));
   return history;
+}
+
+/**
+ * @internal What a watch of `ns` reads, each statement sent by `readRows` (outside any
+ * transaction): the leader row with the database clock, and the history rows of the terms it
+ * missed, with the leader's metadata. `ElectionService.watch` reads with the service's own paths;
+ * the dashboard with reads it can cancel at the database.
+ */
+export function leaderWatchSource(
+  dataSource: DataSource,
+  ns: string,
+  readRows: (statement: SqlFragment) => Promise<Record<string, unknown>[]>,
+): WatchSource {
+  const context = contextOf(dataSource);
+  const store = storeOf(context);
+  const history = historyOf(context);
+  return {
+    dataSource,
+    observe: async () => store.parseObserved((await readRows(store.observeStatement(ns)))[0]),
+    missed: async (from, to): Promise<MissedTerm[]> =>
+      (await readRows(history.selectRange(ns, from, to))).map((row) => ({ ...history.toEntry(row), metadata: history.metadataOf(row) })),
+  };
 }
 
 function isDataSource(value: unknown): value is DataSource {
@@ -498,11 +521,11 @@ export class ElectionService {
   watch(options?: WatchOptions): LeaderWatch {
     const checked = checkWatchOptions(options);
     const dataSource = this.#resolve(undefined);
-    const { ns } = checked;
-    return new LeaderWatch(
-      { dataSource, observe: () => this.#observe(dataSource, ns), missed: (from, to) => this.#missed(dataSource, ns, from, to) },
-      checked,
-    );
+    const programs = this.#programsFor(dataSource, undefined);
+    const context = contextOf(dataSource);
+    const readRows = (statement: SqlFragment) =>
+      programs ? programs.readRows(statement) : withManager(dataSource, undefined, (m) => execute(context, m, statement));
+    return new LeaderWatch(leaderWatchSource(dataSource, checked.ns, readRows), checked);
   }
 
   /**
@@ -519,23 +542,6 @@ export class ElectionService {
     const programs = this.#programsFor(dataSource, session);
     if (programs) return (await programs.readRows(statement)).map(history.toEntry);
     return withManager(dataSource, session, (m) => history.read(m, statement));
-  }
-
-  /** History rows of terms `from`..`to` with the leader's metadata: what a watch missed. */
-  async #missed(dataSource: DataSource, ns: string, from: number, to: number): Promise<MissedTerm[]> {
-    const history = historyOf(contextOf(dataSource));
-    const statement = history.selectRange(ns, from, to);
-    const programs = this.#programsFor(dataSource, undefined);
-    const rows = programs ? await programs.readRows(statement) : await withManager(dataSource, undefined, (m) => execute(contextOf(dataSource), m, statement));
-    return rows.map((row) => ({ ...history.toEntry(row), metadata: history.metadataOf(row) }));
-  }
-
-  /** One read of the leader row and the database clock, outside any transaction. */
-  async #observe(dataSource: DataSource, ns: string): Promise<ObservedLeader> {
-    const store = storeOf(contextOf(dataSource));
-    const programs = this.#programsFor(dataSource, undefined);
-    if (programs) return store.parseObserved((await programs.readRows(store.observeStatement(ns)))[0]);
-    return withManager(dataSource, undefined, (m) => store.observeLeader(m, ns));
   }
 
   /**

@@ -1,6 +1,5 @@
 /// <reference types="node" preserve="true" />
-import type { ElectionService } from '../../election/service';
-import type { LeaderChange } from '../../election/observe/watch';
+import type { LeaderChange, LeaderWatch } from '../../election/observe/watch';
 import { SharedRuns } from './shared-runs';
 
 /**
@@ -14,13 +13,15 @@ import { SharedRuns } from './shared-runs';
  */
 export class NamespaceWatches {
   readonly #runs = new SharedRuns<LeaderChange>();
-  readonly #service: ElectionService;
-  readonly #pollMs: number;
+  readonly #open: (ns: string, signal: AbortSignal) => LeaderWatch;
   readonly #onError: (error: unknown) => void;
 
-  constructor(service: ElectionService, pollMs: number, onError: (error: unknown) => void) {
-    this.#service = service;
-    this.#pollMs = pollMs;
+  /**
+   * `open` starts the watch of a namespace (as `ElectionService.watch` does), ending when `signal`
+   * aborts: once its last stream has gone; its read in progress is then cancelled at the database.
+   */
+  constructor(open: (ns: string, signal: AbortSignal) => LeaderWatch, onError: (error: unknown) => void) {
+    this.#open = open;
     this.#onError = onError;
   }
 
@@ -35,7 +36,7 @@ export class NamespaceWatches {
 
   async #watch(ns: string, emit: (change: LeaderChange) => void, signal: AbortSignal): Promise<void> {
     try {
-      for await (const change of this.#service.watch({ ns, signal, pollMs: this.#pollMs, onError: this.#onError })) emit(change);
+      for await (const change of this.#open(ns, signal)) emit(change);
     } catch (error) {
       // The watch ended with an error no retry can fix: its streams end, and browsers reconnect.
       if (!signal.aborted) this.#onError(error);

@@ -39,13 +39,14 @@ export class OverviewPolls {
   /**
    * Subscribes `listener` to the poll of `key` (started with `read` when there is none; the
    * latest result, if any, is passed at once) until `signal` aborts. Resolves after that, once
-   * the poll stopped if this was its last subscriber.
+   * the poll stopped if this was its last subscriber. `read` gets the poll's signal, which aborts
+   * when the poll stops: its read in progress is then cancelled at the database.
    */
-  follow(key: string, read: () => Promise<Overview>, listener: (result: PollResult) => void, signal: AbortSignal): Promise<void> {
+  follow(key: string, read: (signal: AbortSignal) => Promise<Overview>, listener: (result: PollResult) => void, signal: AbortSignal): Promise<void> {
     return this.#runs.follow(key, (emit, stop) => this.#run(read, emit, stop), listener, signal);
   }
 
-  async #run(read: () => Promise<Overview>, emit: (result: PollResult) => void, signal: AbortSignal): Promise<void> {
+  async #run(read: (signal: AbortSignal) => Promise<Overview>, emit: (result: PollResult) => void, signal: AbortSignal): Promise<void> {
     let dirty = false;
     let wake: (() => void) | undefined;
     const poke = () => {
@@ -75,7 +76,7 @@ export class OverviewPolls {
         dirty = false;
         let result: PollResult;
         try {
-          result = { overview: await read() };
+          result = { overview: await read(signal) };
         } catch (error) {
           result = { error };
           if (!signal.aborted) onError(error);

@@ -20,7 +20,13 @@ export interface ProblemEvent {
  * leases stay current). A failed read sends a `problem` event; the next good one is sent again.
  * Ends when `signal` aborts, after the poll stopped if this stream was its last.
  */
-export async function streamOverview(stream: EventStream, signal: AbortSignal, polls: OverviewPolls, key: string, read: () => Promise<Overview>): Promise<void> {
+export async function streamOverview(
+  stream: EventStream,
+  signal: AbortSignal,
+  polls: OverviewPolls,
+  key: string,
+  read: (signal: AbortSignal) => Promise<Overview>,
+): Promise<void> {
   let last = '';
   await polls.follow(
     key,

@@ -1,14 +1,21 @@
-import type { DataSource, EntityManager } from 'typeorm';
-import { contextOf, DbContext } from '../../db/context';
-import { execute, withManager } from '../../db/session';
+import type { DataSource } from 'typeorm';
+import { boundedRead, ReadBounds } from '../../db/bounded-read';
+import type { DbContext } from '../../db/context';
 import { sql, SqlFragment } from '../../db/sql';
 
-/** Runs `work` — reads only — outside any transaction of the application's (see `withManager`). */
-export function readWith<T>(dataSource: DataSource, work: (run: (statement: SqlFragment) => Promise<Record<string, unknown>[]>, context: DbContext) => Promise<T>): Promise<T> {
-  return withManager(dataSource, undefined, (m: EntityManager) => {
-    const context = contextOf(dataSource);
-    return work((statement) => execute(context, m, statement), context);
-  });
+export type { ReadBounds } from '../../db/bounded-read';
+
+/**
+ * Runs `work` — reads only — outside any transaction of the application's, stopped at the
+ * database when `bounds.signal` aborts (the dashboard closes, the client went away, the stream
+ * ended) or after `bounds.timeoutMs` (see `boundedRead`).
+ */
+export function readWith<T>(
+  dataSource: DataSource,
+  bounds: ReadBounds,
+  work: (run: (statement: SqlFragment) => Promise<Record<string, unknown>[]>, context: DbContext) => Promise<T>,
+): Promise<T> {
+  return boundedRead(dataSource, bounds, work);
 }
 
 function commaList(items: readonly unknown[]): SqlFragment {

@@ -4,7 +4,7 @@ import { sql, SqlFragment } from '../../db/sql';
 import { CANDIDATE_TABLE, HISTORY_TABLE } from '../../election/schema';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
 import { MAX_GROUP_TIMELINE_TERMS, MAX_TIMELINE_TERMS } from '../options';
-import { epochMs, inList, readWith } from './read';
+import { epochMs, inList, ReadBounds, readWith } from './read';
 
 const REASONS = ['resigned', 'unregistered', 'expired', 'handed-over'];
 
@@ -71,15 +71,16 @@ function toTerm(context: DbContext, row: Record<string, unknown>): TermView {
 /**
  * The terms of one namespace (`namespaces` of one) or of several that overlap the last
  * `windowSeconds`, newest first, at most {@link MAX_TIMELINE_TERMS} (one) or
- * {@link MAX_GROUP_TIMELINE_TERMS} (several) of them.
+ * {@link MAX_GROUP_TIMELINE_TERMS} (several) of them; stopped at the database as `bounds` says.
  */
 export async function readTimeline(
   dataSource: DataSource,
   statements: ReturnType<typeof timelineStatements>,
   namespaces: readonly string[],
   windowSeconds: number,
+  bounds: ReadBounds,
 ): Promise<Timeline> {
-  return readWith(dataSource, async (run, context) => {
+  return readWith(dataSource, bounds, async (run, context) => {
     const one = namespaces.length === 1;
     const max = one ? MAX_TIMELINE_TERMS : MAX_GROUP_TIMELINE_TERMS;
     const rows = namespaces.length === 0 ? [] : await run(one ? statements.one(namespaces[0]!, windowSeconds) : statements.many(namespaces, windowSeconds));
