@@ -1,6 +1,7 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { CancellableReads } from '../contract/cancellable-reads';
 import { driverError } from '../dialect';
+import { outsideRuns } from '../../db/run-guard';
 import { execute, withManager } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { mysqlSession } from './connection';
@@ -11,6 +12,10 @@ import { isMariadbServer, runMysql } from './session';
  * MySQL's `max_execution_time` exceeded.
  */
 const CANCELLED = new Set([1317, 1969, 3024]);
+
+function isCancelled(error: unknown): boolean {
+  return CANCELLED.has(Number(driverError(error).errno));
+}
 
 /** `CONNECTION_ID()` per mysql2 connection object (the pool hands out the same object for the same connection). */
 const sessionIds = new WeakMap<object, number>();
@@ -53,14 +58,22 @@ export const mysqlReads: CancellableReads = {
     const { dataSource } = context;
     onSession(await sessionIdOf(dataSource, runner));
     const mariadb = await isMariadbServer(dataSource, runner);
-    return mysqlSession.outsideTransaction(context, runner, () =>
-      work(async (statement) => (await runMysql(dataSource, runner, mariadb ? boundedOnMariadb(statement, timeoutMs) : statement)) as Record<string, unknown>[]),
-    );
+    try {
+      return await mysqlSession.outsideTransaction(context, runner, () =>
+        work(async (statement) => (await runMysql(dataSource, runner, mariadb ? boundedOnMariadb(statement, timeoutMs) : statement)) as Record<string, unknown>[]),
+      );
+    } catch (error) {
+      // The server answers a killed or timed-out statement before it has finished with it (its
+      // thread still shows the statement for a moment): one more round trip on the connection
+      // returns once it has, so the read ends only then. Outside the read's run, which has ended.
+      if (isCancelled(error)) await outsideRuns(() => runMysql(dataSource, runner, sql`SELECT 1 AS settled`)).catch(() => undefined);
+      throw error;
+    }
   },
   async cancel(context, id) {
     // An id the server reported, never anything a client sent: still checked, and bound as a parameter.
     if (!Number.isSafeInteger(id) || id <= 0) throw new Error(`gemstone-utils: not a MySQL/MariaDB connection id: ${id}`);
     await withManager(context.dataSource, undefined, (m) => execute(context, m, sql`KILL QUERY ${id}`));
   },
-  isCancelled: (error) => CANCELLED.has(Number(driverError(error).errno)),
+  isCancelled,
 };
