@@ -150,7 +150,16 @@ describeEachDatabase(
 
     test('every statement the dashboard sent, through all of the above, was a read', () => {
       // The check itself catches a write, a locking read and SELECT … INTO.
-      for (const planted of ['UPDATE t SET x = 1', 'SELECT * FROM t FOR UPDATE', 'SELECT 1 INTO @x', 'INSERT INTO t VALUES (1)']) {
+      for (const planted of [
+        'UPDATE t SET x = 1',
+        'SELECT * FROM t FOR UPDATE',
+        'SELECT 1 INTO @x',
+        'INSERT INTO t VALUES (1)',
+        'SET STATEMENT max_statement_time = 1.000 FOR UPDATE t SET x = 1',
+        'SET STATEMENT max_statement_time = 1.000 FOR SELECT * FROM t FOR UPDATE',
+        'KILL 42',
+        'SET TRANSACTION ISOLATION LEVEL SERIALIZABLE',
+      ]) {
         expect(writes([{ query: planted, at: 0 }])).toEqual([planted]);
       }
       expect(recorder.statements.length).toBeGreaterThan(20);

@@ -146,7 +146,22 @@ export class StatementRecorder implements Logger {
   log(): void {}
 }
 
-/** Statements that are not plain reads: anything but a SELECT, or one that locks or stores rows. */
+/**
+ * What a read sends besides its SELECTs: on PostgreSQL the read-only transaction it runs in (its
+ * first SELECT makes it read-only and sets its statement_timeout), and the cancel of a read of its
+ * own (MySQL/MariaDB `KILL QUERY`; PostgreSQL's is a SELECT).
+ */
+const READ_CONTROL = /^(START TRANSACTION|SET TRANSACTION ISOLATION LEVEL READ COMMITTED|COMMIT|ROLLBACK|KILL QUERY \?)$/i;
+/** MariaDB: one statement bounded by `max_statement_time` (for that statement only). */
+const BOUNDED = /^SET STATEMENT max_statement_time = \d+(\.\d+)? FOR\s+/i;
+
+/** Statements that are not plain reads: anything but a SELECT (or the above), or one that locks or stores rows. */
 export function writes(statements: readonly Statement[]): string[] {
-  return statements.map((s) => s.query.trim()).filter((query) => !/^SELECT\b/i.test(query) || /\bFOR\s+(UPDATE|SHARE)\b|\bINTO\b/i.test(query));
+  return statements
+    .map((s) => s.query.trim())
+    .filter((query) => {
+      if (READ_CONTROL.test(query)) return false;
+      const select = query.replace(BOUNDED, '');
+      return !/^SELECT\b/i.test(select) || /\bFOR\s+(UPDATE|SHARE)\b|\bINTO\b/i.test(select);
+    });
 }
