@@ -101,8 +101,10 @@ function redirectToSlash(request: IncomingMessage, response: ServerResponse): bo
 /**
  * A read-only leadership dashboard: an overview of every namespace (leader, term, lease left by
  * the database clock, candidates, health), a page per namespace (candidates, and a timeline of
- * its terms from the history table), kept live by server-sent events. Every statement it sends
- * is a SELECT; every value reaches the page as text.
+ * its terms from the history table), kept live by server-sent events. It writes nothing: every
+ * statement it sends is a SELECT (in a read-only transaction on PostgreSQL), besides the cancels of
+ * its own reads; every value reaches the page as text. Every read is bounded by `readTimeoutMs`
+ * and cancelled at the database when its client goes away or the dashboard closes.
  *
  * ```ts
  * const dashboard = createDashboard({ dataSource });
