@@ -11,7 +11,7 @@
  */
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ElectionService } from 'gemstone-utils';
-import { createDashboard } from 'gemstone-utils/dashboard';
+import { createDashboard, type DashboardOptions } from 'gemstone-utils/dashboard';
 import { waitFor } from '../elector/helpers';
 import { describeEachDatabase, query, uuid } from '../support/databases';
 import { openEvents, serve } from './support/http';
@@ -105,18 +105,28 @@ describeEachDatabase(
       return rows.map((row) => `${row.state}: ${row.query}`);
     }
 
-    test('close() cancels every read waiting behind a lock at the database, and resolves once they ended, while the lock is held', async () => {
+    /** A dashboard on the reader with a port of its own; `errors` is what it told `onError`. */
+    async function start(options: DashboardOptions = {}) {
       const errors: unknown[] = [];
-      const dashboard = createDashboard({ dataSource: reader, pollMs: 200, closeTimeoutMs: CLOSE_TIMEOUT_MS, onError: (error) => errors.push(error) });
+      const dashboard = createDashboard({ dataSource: reader, closeTimeoutMs: CLOSE_TIMEOUT_MS, onError: (error) => errors.push(error), ...options });
       const served = await serve((request, response) => dashboard(request, response));
+      const close = async () => {
+        await dashboard.close();
+        await served.close();
+      };
+      return { dashboard, url: served.url, errors, close };
+    }
+
+    test('close() cancels every read waiting behind a lock at the database, and resolves once they ended, while the lock is held', async () => {
+      const { dashboard, url, errors, close } = await start({ pollMs: 200 });
       let held: Lock | undefined;
       try {
-        const overviewStream = await openEvents(`${served.url}/api/overview/events`);
-        const namespaceStream = await openEvents(`${served.url}/api/namespace/events?ns=locked`);
+        const overviewStream = await openEvents(`${url}/api/overview/events`);
+        const namespaceStream = await openEvents(`${url}/api/namespace/events?ns=locked`);
         await overviewStream.next((e) => e.event === 'overview');
         await namespaceStream.next((e) => e.event === 'leader');
         held = await lock();
-        const requests = [fetch(`${served.url}/api/overview`), fetch(`${served.url}/api/namespace/timeline?ns=locked`)];
+        const requests = [fetch(`${url}/api/overview`), fetch(`${url}/api/namespace/timeline?ns=locked`)];
         // Both streams' next reads and both requests wait for the lock, as the server shows.
         await waitFor('four reads waiting for the lock', async () => (await waiting()).length >= 4, 15_000, 20);
         const waited = await waiting();
@@ -144,20 +154,17 @@ describeEachDatabase(
         expect(await query(reader, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
       } finally {
         await held?.release();
-        await dashboard.close();
-        await served.close();
+        await close();
       }
       expect(errors).toEqual([]);
     }, 60_000);
 
     test('a request whose client goes away is cancelled at the database', async () => {
-      const errors: unknown[] = [];
-      const dashboard = createDashboard({ dataSource: reader, closeTimeoutMs: CLOSE_TIMEOUT_MS, onError: (error) => errors.push(error) });
-      const served = await serve((request, response) => dashboard(request, response));
+      const { url, errors, close } = await start();
       const held = await lock();
       try {
         const client = new AbortController();
-        const request = fetch(`${served.url}/api/overview`, { signal: client.signal }).catch((error: unknown) => error);
+        const request = fetch(`${url}/api/overview`, { signal: client.signal }).catch((error: unknown) => error);
         await waitFor('the read waiting for the lock', async () => (await waiting()).length >= 1, 15_000, 20);
         client.abort();
         await request;
@@ -165,25 +172,22 @@ describeEachDatabase(
         expect(held.released()).toBe(false);
       } finally {
         await held.release();
-        await dashboard.close();
-        await served.close();
+        await close();
       }
       expect(errors).toEqual([]);
     }, 60_000);
 
     test('readTimeoutMs: a read stuck behind a lock is cancelled at the bound; a request answers 503 naming it, nothing keeps running', async () => {
-      const errors: unknown[] = [];
-      const dashboard = createDashboard({ dataSource: reader, readTimeoutMs: READ_TIMEOUT_MS, closeTimeoutMs: CLOSE_TIMEOUT_MS, onError: (error) => errors.push(error) });
-      const served = await serve((request, response) => dashboard(request, response));
+      const { url, errors, close } = await start({ readTimeoutMs: READ_TIMEOUT_MS });
       let held: Lock | undefined;
       try {
         // What an unhindered request takes here and now: the margin for what follows the bound.
         const unhindered = performance.now();
-        expect((await fetch(`${served.url}/api/overview`)).status).toBe(200);
+        expect((await fetch(`${url}/api/overview`)).status).toBe(200);
         const margin = Math.max(1_000, 10 * (performance.now() - unhindered));
         held = await lock();
         const started = performance.now();
-        const response = await fetch(`${served.url}/api/overview`);
+        const response = await fetch(`${url}/api/overview`);
         const took = performance.now() - started;
         const body = (await response.json()) as { error: string };
         expect(held.released()).toBe(false);
@@ -195,19 +199,16 @@ describeEachDatabase(
         expect(took).toBeLessThan(READ_TIMEOUT_MS + margin);
       } finally {
         await held?.release();
-        await dashboard.close();
-        await served.close();
+        await close();
       }
       expect(errors).toEqual([]);
     }, 60_000);
 
     test("readTimeoutMs: an overview stream whose read hits it sends a 'problem' naming it, tells onError, and goes on once the lock is gone", async () => {
-      const errors: unknown[] = [];
-      const dashboard = createDashboard({ dataSource: reader, pollMs: 200, readTimeoutMs: READ_TIMEOUT_MS, closeTimeoutMs: CLOSE_TIMEOUT_MS, onError: (error) => errors.push(error) });
-      const served = await serve((request, response) => dashboard(request, response));
+      const { url, errors, close } = await start({ pollMs: 200, readTimeoutMs: READ_TIMEOUT_MS });
       let held: Lock | undefined;
       try {
-        const stream = await openEvents(`${served.url}/api/overview/events`);
+        const stream = await openEvents(`${url}/api/overview/events`);
         await stream.next((e) => e.event === 'overview');
         held = await lock();
         const problem = await stream.next((e) => e.event === 'problem', 15_000);
@@ -221,8 +222,7 @@ describeEachDatabase(
         stream.close();
       } finally {
         await held?.release();
-        await dashboard.close();
-        await served.close();
+        await close();
       }
     }, 60_000);
   },
