@@ -6,8 +6,8 @@
  * is still held, and when it resolves no statement of the dashboard's runs at the server any more.
  * A request whose client goes away is cancelled at the server the same way, and `readTimeoutMs`
  * bounds one read: a request answers 503 naming it, a stream sends a `problem` and goes on.
- * SQLite is left out: a read there waits at most the library's bounds for the shared connection
- * (see `db/bounded-read.ts`).
+ * On SQLite, where no read waits without a bound, a read waiting for the shared connection (an
+ * application's transaction holds it) stops waiting when close() is called.
  */
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ElectionService } from 'gemstone-utils';
@@ -227,6 +227,48 @@ describeEachDatabase(
     }, 60_000);
   },
   { kinds: ['postgres', 'mariadb'] },
+);
+
+describeEachDatabase(
+  'dashboard close() with a read waiting for the shared SQLite connection',
+  (db) => {
+    test("the read stops waiting: close() resolves with the request answered 503 while the application's transaction is still open", async () => {
+      const ds = await db.connect();
+      await new ElectionService(ds).elect(uuid(), { ns: 'busy' });
+      const errors: unknown[] = [];
+      let arrived!: () => void;
+      const reached = new Promise<void>((resolve) => (arrived = resolve));
+      const authorize = () => {
+        arrived();
+        return true;
+      };
+      const dashboard = createDashboard({ dataSource: ds, closeTimeoutMs: CLOSE_TIMEOUT_MS, authorize, onError: (error) => errors.push(error) });
+      const served = await serve((request, response) => dashboard(request, response));
+      // The application's transaction on the one connection all of the DataSource's QueryRunners share.
+      const runner = ds.createQueryRunner();
+      await runner.startTransaction();
+      try {
+        const request = fetch(`${served.url}/api/overview`);
+        await reached;
+        // From authorize to the wait for the shared connection nothing waits for I/O: a macrotask later the read waits there.
+        await new Promise((resolve) => setImmediate(resolve));
+        const started = performance.now();
+        await dashboard.close();
+        const took = performance.now() - started;
+        expect(runner.isTransactionActive).toBe(true);
+        const response = await request;
+        expect({ status: response.status, body: await response.json() }).toEqual({ status: 503, body: { error: 'the dashboard is closed' } });
+        expect(took).toBeLessThan(CLOSE_TIMEOUT_MS);
+      } finally {
+        if (runner.isTransactionActive) await runner.rollbackTransaction();
+        await runner.release();
+        await dashboard.close();
+        await served.close();
+      }
+      expect(errors).toEqual([]);
+    }, 60_000);
+  },
+  { kinds: ['sqlite'] },
 );
 
 describe('dashboard option readTimeoutMs', () => {
