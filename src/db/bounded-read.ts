@@ -7,6 +7,9 @@ import { explainedRun } from './explain-hook';
 import { assertRunCurrent, currentRunSignal, outsideRuns, withinRun } from './run-guard';
 import { execute, withManager } from './session';
 
+/** How much earlier than the host's timer the database's clock may see a bound pass. */
+const TIMER_SLACK_MS = 50;
+
 /** What bounds one {@link boundedRead}. */
 export interface ReadBounds {
   /** Ends the read early: a statement it runs is cancelled at the database, and no further one is sent. */
@@ -63,6 +66,7 @@ export function boundedRead<T>(dataSource: DataSource, bounds: ReadBounds, work:
     const reads = partsOf(context).cancellableReads;
     const controller = new AbortController();
     const stop = () => controller.abort();
+    const started = performance.now();
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -81,8 +85,11 @@ export function boundedRead<T>(dataSource: DataSource, bounds: ReadBounds, work:
       );
     } catch (error) {
       if (controller.signal.aborted) throw timedOut ? new ReadTimeoutError(bounds.timeoutMs, bounds.timeoutName, { cause: error }) : new ReadCancelledError({ cause: error });
-      // Not cancelled from here: the database's own bound ended the statement.
-      if (reads?.isCancelled(error)) throw new ReadTimeoutError(bounds.timeoutMs, bounds.timeoutName, { cause: error });
+      // Not cancelled from here: the database's own bound ended the statement (not someone
+      // else's cancel, which ends it before the bound and is passed on as it is).
+      if (reads?.isCancelled(error) && performance.now() - started >= bounds.timeoutMs - TIMER_SLACK_MS) {
+        throw new ReadTimeoutError(bounds.timeoutMs, bounds.timeoutName, { cause: error });
+      }
       throw error;
     } finally {
       clearTimeout(timer);
