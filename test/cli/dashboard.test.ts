@@ -15,8 +15,9 @@ import * as path from 'path';
 import { ElectionService } from 'gemstone-utils';
 import { describeInBrowser, watchedPage } from '../dashboard/support/browser';
 import { openEvents } from '../dashboard/support/http';
+import { HeldLock, lockTables, runningStatements, waitingForLocks } from '../dashboard/support/locks';
 import { waitFor } from '../elector/helpers';
-import { describeEachDatabase, query, uuid } from '../support/databases';
+import { describeEachDatabase, uuid } from '../support/databases';
 import { finished, runCli, startCli } from './cli';
 
 /** Collects a started process's stdout/stderr and finds the URL it prints. */
@@ -76,56 +77,27 @@ describeEachDatabase(
     test('exits 0 while the lock is still held, its read cancelled at the database, not orphaned there', async () => {
       const ds = await db.connect();
       await new ElectionService(ds).elect(uuid(), { ns: 'cli-locked' });
-      /** Sessions of this database that run a statement, but this one and the lock's holder: the dashboard's. */
-      const running = async (holder: number): Promise<string[]> =>
-        db.kind === 'postgres'
-          ? (
-              await query<{ query: string }>(
-                ds,
-                "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND pid <> $1 AND state <> 'idle'",
-                [holder],
-              )
-            ).map((row) => row.query)
-          : (
-              await query<{ query: string }>(
-                ds,
-                "SELECT info AS query FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND id <> ? AND command <> 'Sleep'",
-                [holder],
-              )
-            ).map((row) => row.query);
       const child = startCli(['dashboard', '--url', db.url(), '--port', '0']);
       const result = finished(child, 60_000);
       const out = watch(child);
-      const runner = ds.createQueryRunner();
-      await runner.connect();
-      let locked = false;
+      let held: HeldLock | undefined;
       try {
         await waitFor('the URL', () => /http:\/\/127\.0\.0\.1:\d+\//.test(out.stdout), 15_000, 50);
         const url = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out.stdout)![1]!;
-        let holder: number;
-        if (db.kind === 'postgres') {
-          holder = Number((await runner.query('SELECT pg_backend_pid() AS id'))[0].id);
-          await runner.startTransaction();
-          await runner.query('LOCK TABLE gemstone_election_leader IN ACCESS EXCLUSIVE MODE');
-        } else {
-          holder = Number((await runner.query('SELECT CONNECTION_ID() AS id'))[0].id);
-          await runner.query('LOCK TABLES gemstone_election_leader WRITE');
-        }
-        locked = true;
+        // Held until the process has gone (a minute at most: beyond `finished`'s bound).
+        held = await lockTables(ds, db.kind, ['gemstone_election_leader'], 60_000);
+        const lock = held;
         const request = fetch(`${url}api/overview`).catch((error: unknown) => error);
-        await waitFor('the read waiting for the lock', async () => (await running(holder)).length >= 1, 15_000, 20);
+        await waitFor('the read waiting for the lock', async () => (await waitingForLocks(ds, db.kind)).length >= 1, 15_000, 20);
         child.kill('SIGTERM');
         const { code, stderr } = await result;
         await request;
+        expect(lock.released()).toBe(false);
         // The process is gone and left nothing at the server (a backend waiting for a lock does not notice its client left).
-        expect(await running(holder)).toEqual([]);
+        expect(await runningStatements(ds, db.kind, lock)).toEqual([]);
         expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
       } finally {
-        if (locked) {
-          if (db.kind === 'postgres') await runner.commitTransaction();
-          else await runner.query('UNLOCK TABLES');
-        }
-        await runner.release();
+        await held?.release();
         child.kill('SIGKILL');
       }
     }, 90_000);

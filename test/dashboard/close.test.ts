@@ -9,20 +9,21 @@
  * On SQLite, where no read waits without a bound, a read waiting for the shared connection (an
  * application's transaction holds it) stops waiting when close() is called.
  */
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { ElectionService } from 'gemstone-utils';
 import { createDashboard, type DashboardOptions } from 'gemstone-utils/dashboard';
 import { waitFor } from '../elector/helpers';
 import { describeEachDatabase, query, uuid } from '../support/databases';
 import { openEvents, serve } from './support/http';
+import { HeldLock, lockTables, runningStatements, waitingForLocks } from './support/locks';
 
 /** Far above what a cancel takes, even beside busy loops: reaching it means reads were waited out, not cancelled. */
 const CLOSE_TIMEOUT_MS = 10_000;
 /** How long the lock is held at most: beyond every bound of the tests. */
 const LOCK_MS = 30_000;
 const READ_TIMEOUT_MS = 1_000;
-/** The reader's PostgreSQL `application_name`: its sessions are the dashboard's. */
-const APP = 'gemstone-dashboard-close-test';
+/** A read bound none of the waits below reaches: only a cancel can end those reads in time. */
+const LONG_READ_TIMEOUT_MS = 60_000;
 
 describeEachDatabase(
   'dashboard reads are cancelled at the database',
@@ -33,77 +34,17 @@ describeEachDatabase(
     beforeAll(async () => {
       writer = await db.connect();
       // Only the dashboards of this file read through it.
-      reader = await db.connect(db.kind === 'postgres' ? { applicationName: APP } : {}, { createTables: false });
+      reader = await db.connect({}, { createTables: false });
       const service = new ElectionService(writer);
       await service.elect(uuid(), { ns: 'locked' });
     });
 
-    interface Lock {
-      /** The holder's session id at the server. */
-      readonly session: number;
-      readonly released: () => boolean;
-      release(): Promise<void>;
-    }
-
     /** Locks the leader and history tables from another session (released after LOCK_MS at the latest). */
-    async function lock(): Promise<Lock> {
-      const runner: QueryRunner = writer.createQueryRunner();
-      await runner.connect();
-      let done: () => Promise<void>;
-      let session: number;
-      if (db.kind === 'postgres') {
-        session = Number((await runner.query('SELECT pg_backend_pid() AS pid'))[0].pid);
-        await runner.startTransaction();
-        await runner.query('LOCK TABLE gemstone_election_leader, gemstone_election_history IN ACCESS EXCLUSIVE MODE');
-        done = () => runner.commitTransaction();
-      } else {
-        session = Number((await runner.query('SELECT CONNECTION_ID() AS id'))[0].id);
-        await runner.query('LOCK TABLES gemstone_election_leader WRITE, gemstone_election_history WRITE');
-        done = async () => void (await runner.query('UNLOCK TABLES'));
-      }
-      let released = false;
-      const release = async () => {
-        if (released) return;
-        released = true;
-        clearTimeout(timer);
-        try {
-          await done();
-        } finally {
-          await runner.release();
-        }
-      };
-      const timer = setTimeout(() => void release(), LOCK_MS);
-      return { session, released: () => released, release };
-    }
-
-    /** The dashboard's statements waiting for a lock now, as the server shows them. */
-    async function waiting(): Promise<string[]> {
-      const rows =
-        db.kind === 'postgres'
-          ? await query<{ query: string }>(writer, "SELECT query FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [APP])
-          : await query<{ query: string }>(
-              writer,
-              "SELECT info AS query FROM information_schema.processlist WHERE db = DATABASE() AND state LIKE 'Waiting for table metadata lock%'",
-            );
-      return rows.map((row) => String(row.query));
-    }
-
-    /**
-     * Statements of the dashboard's the server still runs, or a transaction it left open: every
-     * session of the reader's but idle ones (PostgreSQL), every session of this database but this
-     * one, the lock's holder and sleeping ones (MariaDB: only the reader sends statements here).
-     */
-    async function running(lock: Lock): Promise<string[]> {
-      const rows =
-        db.kind === 'postgres'
-          ? await query<{ state: string; query: string }>(writer, "SELECT state, query FROM pg_stat_activity WHERE application_name = $1 AND state <> 'idle'", [APP])
-          : await query<{ state: string; query: string }>(
-              writer,
-              "SELECT command AS state, info AS query FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID() AND id <> ? AND command <> 'Sleep'",
-              [lock.session],
-            );
-      return rows.map((row) => `${row.state}: ${row.query}`);
-    }
+    const lock = () => lockTables(writer, db.kind, ['gemstone_election_leader', 'gemstone_election_history'], LOCK_MS);
+    /** The dashboard's statements waiting for a lock now (only its reads can wait here). */
+    const waiting = () => waitingForLocks(writer, db.kind);
+    /** The dashboard's statements the server still runs, or a transaction it left open (only the reader sends any besides the lock). */
+    const running = (held: HeldLock) => runningStatements(writer, db.kind, held);
 
     /** A dashboard on the reader with a port of its own; `errors` is what it told `onError`. */
     async function start(options: DashboardOptions = {}) {
@@ -118,15 +59,16 @@ describeEachDatabase(
     }
 
     test('close() cancels every read waiting behind a lock at the database, and resolves once they ended, while the lock is held', async () => {
-      const { dashboard, url, errors, close } = await start({ pollMs: 200 });
-      let held: Lock | undefined;
+      const { dashboard, url, errors, close } = await start({ pollMs: 200, readTimeoutMs: LONG_READ_TIMEOUT_MS });
+      let held: HeldLock | undefined;
       try {
         const overviewStream = await openEvents(`${url}/api/overview/events`);
         const namespaceStream = await openEvents(`${url}/api/namespace/events?ns=locked`);
         await overviewStream.next((e) => e.event === 'overview');
         await namespaceStream.next((e) => e.event === 'leader');
         held = await lock();
-        const requests = [fetch(`${url}/api/overview`), fetch(`${url}/api/namespace/timeline?ns=locked`)];
+        // The request's page has a filter of its own: its snapshot is not the stream's, which it would share.
+        const requests = [fetch(`${url}/api/overview?q=locked`), fetch(`${url}/api/namespace/timeline?ns=locked`)];
         // Both streams' next reads and both requests wait for the lock, as the server shows.
         await waitFor('four reads waiting for the lock', async () => (await waiting()).length >= 4, 15_000, 20);
         const waited = await waiting();
@@ -141,8 +83,8 @@ describeEachDatabase(
         // It resolved because the reads ended, not because closeTimeoutMs ran out.
         expect(took).toBeLessThan(CLOSE_TIMEOUT_MS);
         if (db.kind === 'mariadb') {
-          // Each statement carried its own bound at the server (readTimeoutMs, 10 s by default).
-          for (const statement of waited) expect(statement).toMatch(/^SET STATEMENT max_statement_time = 10\.000 FOR SELECT /);
+          // Each statement carried its own bound at the server: readTimeoutMs.
+          for (const statement of waited) expect(statement).toMatch(/^SET STATEMENT max_statement_time = 60\.000 FOR SELECT /);
         }
         for (const response of await Promise.all(requests)) {
           expect({ status: response.status, body: await response.json() }).toEqual({ status: 503, body: { error: 'the dashboard is closed' } });
@@ -160,11 +102,12 @@ describeEachDatabase(
     }, 60_000);
 
     test('a request whose client goes away is cancelled at the database', async () => {
-      const { url, errors, close } = await start();
+      const { url, errors, close } = await start({ readTimeoutMs: LONG_READ_TIMEOUT_MS });
       const held = await lock();
       try {
         const client = new AbortController();
-        const request = fetch(`${url}/api/overview`, { signal: client.signal }).catch((error: unknown) => error);
+        // A read of its own (an overview's snapshot, which other requests share, runs to its bound).
+        const request = fetch(`${url}/api/namespace?ns=locked`, { signal: client.signal }).catch((error: unknown) => error);
         await waitFor('the read waiting for the lock', async () => (await waiting()).length >= 1, 15_000, 20);
         client.abort();
         await request;
@@ -179,7 +122,7 @@ describeEachDatabase(
 
     test('readTimeoutMs: a read stuck behind a lock is cancelled at the bound; a request answers 503 naming it, nothing keeps running', async () => {
       const { url, errors, close } = await start({ readTimeoutMs: READ_TIMEOUT_MS });
-      let held: Lock | undefined;
+      let held: HeldLock | undefined;
       try {
         // What an unhindered request takes here and now: the margin for what follows the bound.
         const unhindered = performance.now();
@@ -206,7 +149,7 @@ describeEachDatabase(
 
     test("readTimeoutMs: an overview stream whose read hits it sends a 'problem' naming it, tells onError, and goes on once the lock is gone", async () => {
       const { url, errors, close } = await start({ pollMs: 200, readTimeoutMs: READ_TIMEOUT_MS });
-      let held: Lock | undefined;
+      let held: HeldLock | undefined;
       try {
         const stream = await openEvents(`${url}/api/overview/events`);
         await stream.next((e) => e.event === 'overview');

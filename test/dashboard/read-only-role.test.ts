@@ -10,7 +10,9 @@ import type { DataSource } from 'typeorm';
 import { ElectionService, initDb } from 'gemstone-utils';
 import { createDashboard } from 'gemstone-utils/dashboard';
 import { describeEachDatabase, query, uuid } from '../support/databases';
+import { waitFor } from '../elector/helpers';
 import { openEvents, serveDashboard } from './support/http';
+import { lockTables, runningStatements, waitingForLocks } from './support/locks';
 
 const TABLES = ['gemstone_election_candidate', 'gemstone_election_leader', 'gemstone_election_history'];
 
@@ -87,40 +89,16 @@ describeEachDatabase(
       const errors: unknown[] = [];
       const ds = await initDb(roleUrl, { createTables: false });
       const served = await serveDashboard(createDashboard({ dataSource: ds, closeTimeoutMs: 10_000, onError: (error) => errors.push(error) }));
-      const runner = admin.createQueryRunner();
-      await runner.connect();
-      let locked = false;
-      const sessions = async (condition: string): Promise<number> => {
-        const rows =
-          db.kind === 'postgres'
-            ? await query<{ n: unknown }>(admin, `SELECT COUNT(*) AS n FROM pg_stat_activity WHERE usename = $1 AND ${condition}`, [role])
-            : await query<{ n: unknown }>(admin, `SELECT COUNT(*) AS n FROM information_schema.processlist WHERE user = ? AND ${condition}`, [role]);
-        return Number(rows[0]!.n);
-      };
+      const held = await lockTables(admin, db.kind, ['gemstone_election_leader'], 30_000);
       try {
-        if (db.kind === 'postgres') {
-          await runner.startTransaction();
-          await runner.query('LOCK TABLE gemstone_election_leader IN ACCESS EXCLUSIVE MODE');
-        } else {
-          await runner.query('LOCK TABLES gemstone_election_leader WRITE');
-        }
-        locked = true;
         const request = fetch(`${served.url}/api/overview`);
-        const waits = db.kind === 'postgres' ? "wait_event_type = 'Lock'" : "state LIKE 'Waiting for table metadata lock%'";
-        const deadline = Date.now() + 15_000;
-        while ((await sessions(waits)) < 1) {
-          if (Date.now() > deadline) throw new Error('the read never waited for the lock');
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
+        await waitFor('the read waiting for the lock', async () => (await waitingForLocks(admin, db.kind)).length >= 1, 15_000, 20);
         await served.close();
-        expect(await sessions(db.kind === 'postgres' ? "state <> 'idle'" : "command <> 'Sleep'")).toBe(0);
+        expect(held.released()).toBe(false);
+        expect(await runningStatements(admin, db.kind, held)).toEqual([]);
         expect((await request).status).toBe(503);
       } finally {
-        if (locked) {
-          if (db.kind === 'postgres') await runner.commitTransaction();
-          else await runner.query('UNLOCK TABLES');
-        }
-        await runner.release();
+        await held.release();
         await served.close();
         await ds.destroy();
       }
