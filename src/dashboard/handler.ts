@@ -156,8 +156,8 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
 
   /**
    * A namespace's watch (as `ElectionService.watch`) whose reads are the dashboard's: cancelled at
-   * the database when `signal` aborts (its last stream has gone), bounded by `readTimeoutMs` (a read that hits it is
-   * reported to `onError` and retried, as a watch does with a failed read).
+   * the database when `signal` aborts (its last stream has gone), bounded by `readTimeoutMs` (a
+   * read that hits it is reported to `onError` and retried, as a watch does with a failed read).
    */
   function watchNamespace(dataSource: DataSource, ns: string, signal: AbortSignal): LeaderWatch {
     const source = leaderWatchSource(dataSource, ns, (statement) => readWith(dataSource, bounds(signal), (run) => run(statement)));
