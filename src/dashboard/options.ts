@@ -60,9 +60,10 @@ export interface DashboardOptions {
    * `max_statement_time`) and the dashboard cancels the read at the database when it is reached
    * (a read waiting behind a lock held elsewhere, a slow server). A request then answers 503 with
    * a message naming this option; a live view sends a `problem` event, tells `onError`, and reads
-   * again at its next poll. Not on SQLite, where a read waits at most the library's bounds instead
-   * (`DEFAULT_SQLITE_WAIT_MS` for the shared connection, the busy timeout for another process's
-   * write lock). Default {@link DEFAULT_DASHBOARD_READ_TIMEOUT_MS} (10000).
+   * again at its next poll. On SQLite it ends a read's wait for the shared connection (itself
+   * bounded by `DEFAULT_SQLITE_WAIT_MS`); a statement there is not interrupted, and waits for
+   * another process's write lock at most the busy timeout. Default
+   * {@link DEFAULT_DASHBOARD_READ_TIMEOUT_MS} (10000).
    */
   readonly readTimeoutMs?: number;
   /** A namespace whose terms ended `flapTerms` times or more within this many seconds is shown as flapping. Default {@link DEFAULT_FLAP_WINDOW_SECONDS} (600). */

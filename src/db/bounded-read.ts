@@ -28,7 +28,7 @@ export class ReadTimeoutError extends GemstoneError {
 
   constructor(timeoutMs: number, timeoutName: string, options?: { cause?: unknown }) {
     super(
-      `the database did not answer this read within ${timeoutName} (${timeoutMs} ms), so it was cancelled there; a lock held by ` +
+      `the database did not answer this read within ${timeoutName} (${timeoutMs} ms), so it was stopped there; a lock held by ` +
         `another session may be holding it up: try again later, or raise ${timeoutName}`,
       options,
     );

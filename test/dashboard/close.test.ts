@@ -137,7 +137,7 @@ describeEachDatabase(
         expect(await running(held)).toEqual([]);
         expect(response.status).toBe(503);
         expect(response.headers.get('retry-after')).toBe('5');
-        expect(body.error).toMatch(/^the database did not answer this read within readTimeoutMs \(1000 ms\), so it was cancelled there; .*raise readTimeoutMs$/);
+        expect(body.error).toMatch(/^the database did not answer this read within readTimeoutMs \(1000 ms\), so it was stopped there; .*raise readTimeoutMs$/);
         expect(took).toBeGreaterThanOrEqual(READ_TIMEOUT_MS - 20);
         expect(took).toBeLessThan(READ_TIMEOUT_MS + margin);
       } finally {
