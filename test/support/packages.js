@@ -84,6 +84,9 @@ function useTestPackages() {
     process.exit(1);
   }
   const Module = require('module');
+  // TypeORM 0.3's app-root-path takes a package on NODE_PATH for a global install and then asks
+  // require.main, which `node -e` has not: it would throw at load. The app's root is this one.
+  process.env.APP_ROOT_PATH ??= ROOT;
   const wanted = nodePathWithTestModules();
   if (process.env.NODE_PATH !== wanted) {
     process.env.NODE_PATH = wanted;
