@@ -69,9 +69,28 @@ export interface GroupElectOutcome {
   readonly releaseSkipped?: readonly string[];
 }
 
-/** Namespace order of the lock: code points, as the binary collations of the tables sort. */
+/**
+ * Namespace order of the lock: code points, as the binary collations of the tables sort (UTF-8
+ * byte order is code point order). Compared on the UTF-16 code units, without encoding: a group
+ * tick sorts all its namespaces with it, and encoding both strings at every comparison cost ten
+ * times as much. At the first unit that differs, a surrogate (half of a code point above U+FFFF)
+ * outranks every other unit, and U+E000–U+FFFF move down to make room ({@link codePointRank}).
+ */
 export function compareNs(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+  if (a === b) return 0;
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/** A UTF-16 code unit's place in code point order where two strings first differ. */
+function codePointRank(unit: number): number {
+  if (unit >= 0xd800 && unit <= 0xdfff) return unit + 0x2000;
+  return unit >= 0xe000 ? unit - 0x800 : unit;
 }
 
 /**
