@@ -2,12 +2,10 @@
 // jest and the packages of the tests come from test/deps/ (`npm ci --prefix test/deps`), the shared ones
 // (TypeORM, Nest, reflect-metadata, …) from the root: see test/support/packages.js.
 const path = require('path');
-const { SHARED, TEST_MODULES, sharedModuleNameMapper } = require('./test/support/packages');
-// GEMSTONE_TYPEORM_LINE=0.3 runs the same suite against TypeORM 0.3.x (installed as `typeorm03`).
-const line03 = process.env.GEMSTONE_TYPEORM_LINE === '0.3';
-// GEMSTONE_SQLITE3=5 runs the sqlite3 DataSources on sqlite3 5.x (installed as `sqlite3-v5`)
-// instead of 6.x: the peer range accepts both majors.
-const sqlite3v5 = process.env.GEMSTONE_SQLITE3 === '5';
+const { TEST_MODULES, moduleNameMapper } = require('./test/support/packages');
+// GEMSTONE_TYPEORM_LINE=0.3 runs the same suite against TypeORM 0.3.x (installed as `typeorm03`),
+// GEMSTONE_SQLITE3=5 the sqlite3 DataSources on sqlite3 5.x (`sqlite3-v5`) instead of 6.x (the
+// peer range accepts both majors): test/support/packages.js's lineAliases.
 
 /** @type {import('jest').Config} */
 module.exports = {
@@ -29,10 +27,8 @@ module.exports = {
   moduleNameMapper: {
     '^gemstone-utils$': '<rootDir>/dist/src/index.js',
     '^gemstone-utils/(db|election|metrics|nestjs|dashboard)$': '<rootDir>/dist/src/$1/index.js',
-    ...(sqlite3v5 ? { '^sqlite3$': '<rootDir>/test/deps/node_modules/sqlite3-v5' } : {}),
-    ...(line03 ? { '^typeorm$': '<rootDir>/test/deps/node_modules/typeorm03', '^typeorm/(.*)$': '<rootDir>/test/deps/node_modules/typeorm03/$1' } : {}),
-    // After the TypeORM 0.3 entries (the first match wins): one copy of each shared package.
-    ...(SHARED.length > 0 ? sharedModuleNameMapper() : {}),
+    // The aliases of this run, then one copy of each shared package (the first match wins).
+    ...moduleNameMapper(),
   },
   globalSetup: '<rootDir>/test/support/global-setup.js',
   setupFiles: ['<rootDir>/test/support/setup.js'],

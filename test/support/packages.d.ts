@@ -9,5 +9,8 @@ export declare function isShared(request: string): boolean;
 export declare function packageDir(name: string): string;
 /** Every installed top-level package, name → folder: the root's, then those only test/deps/ has. */
 export declare function installedPackages(): Map<string, string>;
-export declare function sharedModuleNameMapper(): Record<string, string>;
+/** The packages this run swaps for an alias test/deps/ holds (GEMSTONE_TYPEORM_LINE=0.3, GEMSTONE_SQLITE3=5): name → folder. */
+export declare function lineAliases(env?: NodeJS.ProcessEnv): Record<string, string>;
+/** jest's moduleNameMapper entries: the aliases of this run, then the shared packages to the root's copies. */
+export declare function moduleNameMapper(): Record<string, string>;
 export declare function useTestPackages(): void;

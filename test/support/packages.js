@@ -62,9 +62,31 @@ function installedPackages() {
 
 const escape = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
-/** jest's `moduleNameMapper` entries that send the shared packages to the root's copies. */
-function sharedModuleNameMapper() {
-  return { [`^(${SHARED.map(escape).join('|')})(/.*)?$`]: `${ROOT_MODULES}/$1$2` };
+/**
+ * The packages a run of the suite swaps for another version test/deps/ holds under an alias, by the
+ * name they are required by: GEMSTONE_TYPEORM_LINE=0.3 `typeorm` → TypeORM 0.3.x (`typeorm03`),
+ * GEMSTONE_SQLITE3=5 `sqlite3` → sqlite3 5.x (`sqlite3-v5`). jest's moduleNameMapper (test workers)
+ * and the resolve hook of useTestPackages() (child processes, tools) both follow this table.
+ */
+function lineAliases(env = process.env) {
+  return {
+    ...(env.GEMSTONE_TYPEORM_LINE === '0.3' ? { typeorm: path.join(TEST_MODULES, 'typeorm03') } : {}),
+    ...(env.GEMSTONE_SQLITE3 === '5' ? { sqlite3: path.join(TEST_MODULES, 'sqlite3-v5') } : {}),
+  };
+}
+
+/**
+ * jest's `moduleNameMapper` entries: the aliases of this run (lineAliases), then the shared
+ * packages to the root's copies (the first match wins, so an alias overrides the root's copy).
+ */
+function moduleNameMapper() {
+  const mapper = {};
+  for (const [name, dir] of Object.entries(lineAliases())) {
+    mapper[`^${escape(name)}$`] = dir;
+    mapper[`^${escape(name)}/(.*)$`] = `${dir}/$1`;
+  }
+  if (SHARED.length > 0) mapper[`^(${SHARED.map(escape).join('|')})(/.*)?$`] = `${ROOT_MODULES}/$1$2`;
+  return mapper;
 }
 
 /** NODE_PATH with test/deps/node_modules in it (the other entries kept). */
@@ -74,8 +96,9 @@ function nodePathWithTestModules(current = process.env.NODE_PATH) {
 }
 
 /**
- * In this process (a child the tests start, or a tool): test/deps/'s packages on the lookup path, and
- * every require of a shared package resolved from the root. Children inherit NODE_PATH.
+ * In this process (a child the tests start, or a tool): test/deps/'s packages on the lookup path,
+ * the aliases of this run (lineAliases) in place of the packages they replace, and every require of
+ * a shared package resolved from the root. Children inherit NODE_PATH.
  */
 function useTestPackages() {
   if (!fs.existsSync(TEST_MODULES)) {
@@ -93,16 +116,19 @@ function useTestPackages() {
     // Node reads NODE_PATH once at startup: read it again.
     Module._initPaths();
   }
-  // Once per process: a second hook outside the TypeORM 0.3 one (typeorm-line.js) would undo it.
+  // Once per process (global-setup.js and the preload typeorm-line.js both call this).
   const installed = Symbol.for('gemstone-utils.test-packages');
   if (Module[installed]) return;
   Module[installed] = true;
+  const aliases = lineAliases();
   const resolve = Module._resolveFilename;
   Module._resolveFilename = function (request, parent, isMain, options) {
+    const name = packageOf(request);
+    if (name !== undefined && Object.hasOwn(aliases, name)) return resolve.call(this, aliases[name] + request.slice(name.length), parent, isMain, options);
     return isShared(request) ? resolve.call(this, request, parent, isMain, { paths: [ROOT] }) : resolve.call(this, request, parent, isMain, options);
   };
   // `import` ignores NODE_PATH: its own fallback to test/deps/ (Node 20.6+).
   Module.register?.(require('url').pathToFileURL(path.join(__dirname, 'esm-resolve.mjs')), { data: { testModules: TEST_MODULES } });
 }
 
-module.exports = { ROOT, ROOT_MODULES, TEST_MODULES, SHARED, isShared, packageDir, installedPackages, sharedModuleNameMapper, useTestPackages };
+module.exports = { ROOT, ROOT_MODULES, TEST_MODULES, SHARED, isShared, packageDir, installedPackages, lineAliases, moduleNameMapper, useTestPackages };

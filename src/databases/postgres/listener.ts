@@ -253,8 +253,10 @@ class PgListener {
 
   async #connect(): Promise<void> {
     let client: PgClient;
+    let config: ClientConfig;
     try {
-      client = new (loadPg(this.#dataSource).Client)(listenerConfig(this.#dataSource, this.#target));
+      config = listenerConfig(this.#dataSource, this.#target);
+      client = new (loadPg(this.#dataSource).Client)(config);
     } catch (error) {
       this.#scheduleReconnect(asError(error));
       return;
@@ -274,7 +276,7 @@ class PgListener {
     this.#connectingClient = client;
     // The whole set-up is bounded, not only the connect: through a proxy, a server that went away
     // mid-failover can leave LISTEN unanswered on an open socket, and nothing would ever fail it.
-    const connectMs = Number(listenerConfig(this.#dataSource, this.#target).connectionTimeoutMillis) || 0;
+    const connectMs = Number(config.connectionTimeoutMillis) || 0;
     const setupLimitMs = (connectMs > 0 ? connectMs : DEFAULT_LISTEN_CONNECT_TIMEOUT_MS) + LISTEN_SETUP_TIMEOUT_MS;
     const watchdog = this.#run.timer(() => fail(new Error(`gemstone-utils: LISTEN was not set up within ${setupLimitMs} ms`)), setupLimitMs, false);
     let server: ServerIdentity | undefined;

@@ -10,7 +10,7 @@ import { connectionReleased, whenNoTransaction } from './waiters';
  * SQLite, for library work that needs JavaScript between its statements (schema installation,
  * `withTransaction`): waits until no transaction is open, then opens one on the shared QueryRunner
  * in that same turn of the event loop, runs `work` on it and commits (rolls back when it throws).
- * Unlike {@link runProgram} it is not one step: `work` must be the only user of the DataSource
+ * Unlike `runProgram` (`run-program.ts`) it is not one step: `work` must be the only user of the DataSource
  * meanwhile, or pass its manager as `session` (see `withTransaction`).
  */
 export async function ownSqliteTransaction<T>(

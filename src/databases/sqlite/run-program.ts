@@ -8,8 +8,6 @@ import { ProgramOptions, runSyncStep } from './sync-step';
 import { refuseInsideTransactionScope } from './transaction-scope';
 import { connectionReleased, whenNoTransaction } from './waiters';
 
-export type { ProgramOptions };
-
 /**
  * Runs `statements` on the DataSource's shared connection as one uninterruptible step, in a
  * transaction of their own (`transaction: true`) that commits whole or changes nothing, once no

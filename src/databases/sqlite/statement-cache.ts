@@ -16,7 +16,8 @@ export function execute(statement: BetterSqliteStatement, values: readonly unkno
   return (statement.reader ? statement.all(...values) : (statement.run(...values), [])) as Rows;
 }
 
-export function prepared(db: BetterSqliteDatabase, text: string): BetterSqliteStatement {
+/** The prepared statement of `text` on `db`, from a cache of the last {@link STATEMENT_CACHE_SIZE} texts. */
+function prepared(db: BetterSqliteDatabase, text: string): BetterSqliteStatement {
   let cache = statementCaches.get(db);
   if (!cache) statementCaches.set(db, (cache = new Map()));
   let statement = cache.get(text);
@@ -31,7 +32,7 @@ export function prepared(db: BetterSqliteDatabase, text: string): BetterSqliteSt
   return statement;
 }
 
-/** Prepared statements by key (see {@link SyncStep}), per connection. */
+/** Prepared statements by key (see `SyncStep` in `sync-step.ts`), per connection. */
 const keyedStatements = new WeakMap<BetterSqliteDatabase, Map<string, { text: string; statement: BetterSqliteStatement }>>();
 
 export function preparedByKey(db: BetterSqliteDatabase, key: string, text: string): BetterSqliteStatement {

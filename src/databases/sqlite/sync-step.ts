@@ -23,7 +23,7 @@ export interface ProgramOptions {
  */
 export interface SyncStep {
   run(key: string, statement: SqlFragment): Rows;
-  /** Runs a {@link compile}d statement with its named inputs. */
+  /** Runs a statement made by `compile` (`compile.ts`) with its named inputs. */
   runCompiled(statement: CompiledStatement, input: Readonly<Record<string, unknown>>): Rows;
 }
 
@@ -32,7 +32,7 @@ export interface SyncStep {
  * send a statement on the shared connection meanwhile — once no transaction is open on it, in a
  * transaction of its own (`BEGIN IMMEDIATE` … `COMMIT`, rolled back when `work` throws) when
  * `transaction` is true. `work` may decide in JavaScript between its statements: it holds the
- * database write lock throughout. A busy database is retried (see {@link busyBackoff}), so
+ * database write lock throughout. A busy database is retried (see `retryWhileBusy` in `busy.ts`), so
  * `work` may run more than once: it must have no effect outside the database.
  */
 export function runSyncStep<T>(dataSource: DataSource, work: (step: SyncStep) => T, options: ProgramOptions): Promise<T> {
