@@ -1,4 +1,5 @@
 import type { ListenOutage } from '../../databases/contract/notifications';
+import { LISTEN_DOWN_REPORT_INTERVAL_MS } from '../observe/listen-options';
 
 /**
  * What a loop's `'notifications'` event says about PostgreSQL LISTEN, by which it learns of
@@ -57,7 +58,7 @@ export class NotificationsReporter {
     }
     this.#state = 'down';
     this.report(
-      "PostgreSQL LISTEN is down: hand-overs are noticed by ticks (every intervalMs) until it is back; reconnecting with backoff, reported again only if still down in a minute, and a 'notifications' event { state: 'up' } says when it is back",
+      `PostgreSQL LISTEN is down: hand-overs are noticed by ticks (every intervalMs) until it is back; reconnecting with backoff, reported again only if still down in ${LISTEN_DOWN_REPORT_INTERVAL_MS / 1000} s, and a 'notifications' event { state: 'up' } says when it is back`,
       error,
     );
     this.emit(Object.freeze({ state: 'down', error }));
