@@ -19,7 +19,7 @@ import { checkDashboardOptions, DashboardOptions } from './options';
 import { namespaceParam, overviewQuery, windowSeconds } from './params';
 import { namespaceStatements, readNamespace } from './queries/namespace';
 import { overviewSnapshots, overviewStatements, readOverview, type OverviewSnapshots } from './queries/overview';
-import { ReadBounds, readWith } from './queries/read';
+import { ReadBounds, boundedRead } from './queries/read';
 import { readTimeline, timelineStatements } from './queries/timeline';
 
 /**
@@ -124,7 +124,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
   let closed = false;
   let closing: Promise<void> | undefined;
 
-  /** How every read of the dashboard is bounded: `signal` ends it (see `readWith`). */
+  /** How every read of the dashboard is bounded: `signal` ends it (see `boundedRead`). */
   const bounds = (signal: AbortSignal): ReadBounds => ({ signal, timeoutMs: o.readTimeoutMs, timeoutName: 'readTimeoutMs', onError: o.onError });
 
   function readers(): Readers {
@@ -153,7 +153,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
    * read that hits it is reported to `onError` and retried, as a watch does with a failed read).
    */
   function watchNamespace(dataSource: DataSource, ns: string, signal: AbortSignal): LeaderWatch {
-    const source = leaderWatchSource(dataSource, ns, (statement) => readWith(dataSource, bounds(signal), (run) => run(statement)));
+    const source = leaderWatchSource(dataSource, ns, (statement) => boundedRead(dataSource, bounds(signal), (run) => run(statement)));
     return new LeaderWatch(source, checkWatchOptions({ ns, signal, pollMs: o.pollMs, onError: o.onError }));
   }
 
