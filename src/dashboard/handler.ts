@@ -1,5 +1,4 @@
 /// <reference types="node" preserve="true" />
-import { setMaxListeners } from 'events';
 import type { IncomingMessage, ServerResponse } from 'http';
 import type { DataSource } from 'typeorm';
 import { contextOf } from '../db/context';
@@ -20,7 +19,7 @@ import { checkDashboardOptions, DashboardOptions } from './options';
 import { namespaceParam, overviewQuery, windowSeconds } from './params';
 import { namespaceStatements, readNamespace } from './queries/namespace';
 import { overviewSnapshots, overviewStatements, readOverview, type OverviewSnapshots } from './queries/overview';
-import { ReadBounds, readWith } from './queries/read';
+import { ReadBounds, boundedRead } from './queries/read';
 import { readTimeline, timelineStatements } from './queries/timeline';
 
 /**
@@ -124,15 +123,9 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
   const settings = { flapWindowSeconds: o.flapWindowSeconds, flapTerms: o.flapTerms };
   let closed = false;
   let closing: Promise<void> | undefined;
-  /** Aborts when the dashboard closes: it ends the reads that requests and streams share (the overview's snapshots). */
-  const lifetime = new AbortController();
-  // Every shared read in flight listens to it (at most one per snapshot key): no listener limit.
-  setMaxListeners(0, lifetime.signal);
 
-  /** How every read of the dashboard is bounded: `signal` ends it (see `readWith`). */
+  /** How every read of the dashboard is bounded: `signal` ends it (see `boundedRead`). */
   const bounds = (signal: AbortSignal): ReadBounds => ({ signal, timeoutMs: o.readTimeoutMs, timeoutName: 'readTimeoutMs', onError: o.onError });
-  /** A read that requests and streams share: only close() ends it early, not one of them going away. */
-  const shared = bounds(lifetime.signal);
 
   function readers(): Readers {
     const dataSource = o.dataSource ?? getDataSource();
@@ -160,7 +153,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
    * read that hits it is reported to `onError` and retried, as a watch does with a failed read).
    */
   function watchNamespace(dataSource: DataSource, ns: string, signal: AbortSignal): LeaderWatch {
-    const source = leaderWatchSource(dataSource, ns, (statement) => readWith(dataSource, bounds(signal), (run) => run(statement)));
+    const source = leaderWatchSource(dataSource, ns, (statement) => boundedRead(dataSource, bounds(signal), (run) => run(statement)));
     return new LeaderWatch(source, checkWatchOptions({ ns, signal, pollMs: o.pollMs, onError: o.onError }));
   }
 
@@ -168,11 +161,11 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
     const r = readers();
     switch (path) {
       case '/api/overview':
-        return sendJson(response, 200, await readOverview(r.dataSource, r.overview, r.snapshots, overviewQuery(params), settings, bounds(signal), shared), head);
+        return sendJson(response, 200, await readOverview(r.dataSource, r.overview, r.snapshots, overviewQuery(params), settings, bounds(signal)), head);
       case '/api/overview/timeline': {
         const query = overviewQuery(params);
         const window = windowSeconds(params);
-        const page = await readOverview(r.dataSource, r.overview, r.snapshots, query, settings, bounds(signal), shared);
+        const page = await readOverview(r.dataSource, r.overview, r.snapshots, query, settings, bounds(signal));
         const namespaces = page.rows.map((row) => row.ns);
         return sendJson(response, 200, { namespaces, ...(await readTimeline(r.dataSource, r.timeline, namespaces, window, bounds(signal))) }, head);
       }
@@ -196,7 +189,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
           (stream, streamSignal) =>
             query
               ? streamOverview(stream, streamSignal, r.polls, JSON.stringify(query), (pollSignal) =>
-                  readOverview(r.dataSource, r.overview, r.snapshots, query, settings, bounds(pollSignal), shared),
+                  readOverview(r.dataSource, r.overview, r.snapshots, query, settings, bounds(pollSignal)),
                 )
               : streamNamespace(stream, streamSignal, r.watches, ns!),
           o.onError,
@@ -261,9 +254,8 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
       value: () =>
         (closing ??= (async () => {
           closed = true;
-          // Cancels the requests' and the shared reads at the database; the streams' are cancelled as they end.
+          // Cancels the requests' reads at the database, and the overview's snapshots they wait for; the streams' are cancelled as they end.
           for (const controller of requests) controller.abort();
-          lifetime.abort();
           const ended = (async () => {
             await streams.close();
             while (inFlight.size > 0) await Promise.allSettled([...inFlight]);

@@ -273,11 +273,6 @@ ${d.insertIfAbsent(['ns'])}`,
     /** Reads what {@link observeStatement} selected. */
     parseObserved: toObserved,
 
-    async observeLeader(m: EntityManager, ns: string): Promise<ObservedLeader> {
-      const [row] = await execute(context, m, observeStatement(ns));
-      return toObserved(row);
-    },
-
     /**
      * {@link readLeader} plus whether `candidateId` has a candidate row (MySQL follower read), and
      * on MySQL/MariaDB the lease end in whole microseconds as stored (null elsewhere or when vacant).

@@ -6,7 +6,7 @@ import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/sch
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
 import { MAX_CANDIDATES_SHOWN } from '../options';
 import { HealthSettings, NamespaceSummary, toSummary } from './overview';
-import { epochMs, ReadBounds, readWith } from './read';
+import { epochMs, ReadBounds, boundedRead } from './read';
 
 /** An active candidate as a namespace's page shows it; instants are epoch ms by the database clock. */
 export interface CandidateView {
@@ -71,7 +71,7 @@ export async function readNamespace(
   settings: HealthSettings,
   bounds: ReadBounds,
 ): Promise<NamespaceDetail> {
-  return readWith(dataSource, bounds, async (run, context) => {
+  return boundedRead(dataSource, bounds, async (run, context) => {
     const [leader] = await run(statements.leader(ns));
     const rows = await run(statements.candidates(ns));
     const dbNow = epochMs(context, (leader ?? rows[0] ?? (await run(statements.clock()))[0])?.db_now) ?? 0;

@@ -4,7 +4,7 @@ import { sqlBool } from '../../databases/dialect';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
-import { count, epochMs, inList, ReadBounds, readWith } from './read';
+import { count, epochMs, inList, ReadBounds, boundedRead } from './read';
 import { MAX_OVERVIEW_SNAPSHOTS } from '../options';
 import { IntervalReads } from './snapshots';
 
@@ -192,7 +192,7 @@ export function overviewSnapshots(intervalMs: number): OverviewSnapshots {
 }
 
 function readSnapshot(dataSource: DataSource, statements: ReturnType<typeof overviewStatements>, query: OverviewQuery, bounds: ReadBounds): Promise<OverviewSnapshot> {
-  return readWith(dataSource, bounds, async (run) => {
+  return boundedRead(dataSource, bounds, async (run) => {
     const names: string[] = [];
     let vacant = 0;
     let flapping = 0;
@@ -211,8 +211,8 @@ function readSnapshot(dataSource: DataSource, statements: ReturnType<typeof over
  * the page's rows are read now, for its names only. So a page costs its rows' read, and every
  * namespace is read at most once per interval per filter and order. Namespaces that appeared
  * since the snapshot show from the next one; one that went away since is left out of the page.
- * The page's read is stopped at the database as `bounds` says; a snapshot's, which other pages,
- * requests and streams share, as `sharedBounds` says (not when one of them goes away).
+ * The reads are stopped at the database as `bounds` says; a snapshot's, which other pages,
+ * requests and streams share, once every one waiting for it has gone (see {@link IntervalReads}).
  */
 export async function readOverview(
   dataSource: DataSource,
@@ -221,12 +221,11 @@ export async function readOverview(
   query: OverviewQuery,
   settings: HealthSettings,
   bounds: ReadBounds,
-  sharedBounds: ReadBounds,
 ): Promise<Overview> {
   const key = JSON.stringify([query.filter, query.sort, query.descending]);
-  const snapshot = await snapshots.get(key, () => readSnapshot(dataSource, statements, query, sharedBounds));
+  const snapshot = await snapshots.get(key, (signal) => readSnapshot(dataSource, statements, query, { ...bounds, signal }), bounds.signal ?? new AbortController().signal);
   const names = snapshot.names.slice(query.offset, query.offset + query.limit);
-  return readWith(dataSource, bounds, async (run, context) => {
+  return boundedRead(dataSource, bounds, async (run, context) => {
     const byName = new Map<string, Record<string, unknown>>();
     if (names.length > 0) for (const row of await run(statements.rows(inList(names)))) byName.set(String(row.ns), row);
     const rows = names.map((ns) => byName.get(ns)).filter((row): row is Record<string, unknown> => row !== undefined);

@@ -1,22 +1,12 @@
-import type { DataSource } from 'typeorm';
-import { boundedRead, ReadBounds } from '../../db/bounded-read';
 import type { DbContext } from '../../db/context';
 import { sql, SqlFragment } from '../../db/sql';
 
-export type { ReadBounds } from '../../db/bounded-read';
-
 /**
- * Runs `work` — reads only — outside any transaction of the application's, stopped at the
- * database when `bounds.signal` aborts (the dashboard closes, the client went away, the stream
- * ended) or after `bounds.timeoutMs` (see `boundedRead`).
+ * Every read of the dashboard is a `boundedRead`: reads only, outside any transaction of the
+ * application's, stopped at the database when `bounds.signal` aborts (the dashboard closes, the
+ * client went away, the stream ended) or after `bounds.timeoutMs`.
  */
-export function readWith<T>(
-  dataSource: DataSource,
-  bounds: ReadBounds,
-  work: (run: (statement: SqlFragment) => Promise<Record<string, unknown>[]>, context: DbContext) => Promise<T>,
-): Promise<T> {
-  return boundedRead(dataSource, bounds, work);
-}
+export { boundedRead, type ReadBounds } from '../../db/bounded-read';
 
 function commaList(items: readonly unknown[]): SqlFragment {
   if (items.length <= 1) return sql`${items[0]}`;

@@ -4,7 +4,7 @@ import { sql, SqlFragment } from '../../db/sql';
 import { CANDIDATE_TABLE, HISTORY_TABLE } from '../../election/schema';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
 import { MAX_GROUP_TIMELINE_TERMS, MAX_TIMELINE_TERMS } from '../options';
-import { epochMs, inList, ReadBounds, readWith } from './read';
+import { epochMs, inList, ReadBounds, boundedRead } from './read';
 
 const REASONS = ['resigned', 'unregistered', 'expired', 'handed-over'];
 
@@ -80,7 +80,7 @@ export async function readTimeline(
   windowSeconds: number,
   bounds: ReadBounds,
 ): Promise<Timeline> {
-  return readWith(dataSource, bounds, async (run, context) => {
+  return boundedRead(dataSource, bounds, async (run, context) => {
     const one = namespaces.length === 1;
     const max = one ? MAX_TIMELINE_TERMS : MAX_GROUP_TIMELINE_TERMS;
     const rows = namespaces.length === 0 ? [] : await run(one ? statements.one(namespaces[0]!, windowSeconds) : statements.many(namespaces, windowSeconds));
