@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { CANDIDATE_INDEX } from '../src/election/tables';
 
 /**
  * A process competing for leadership of a namespace (table `gemstone_election_candidate`).
@@ -7,7 +8,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
  * database-specific types, and an application's `synchronize: true` must never rewrite it.
  */
 @Entity({ name: 'gemstone_election_candidate', synchronize: false })
-@Index('IDX_gemstone_election_candidate_ns_expires_at', ['ns', 'expiresAt'])
+@Index(CANDIDATE_INDEX, ['ns', 'expiresAt'])
 export class ElectionCandidate {
   /** Namespace: an isolated election domain. */
   @PrimaryColumn({ name: 'ns', type: 'varchar', length: 255 })

@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn, ValueTransformer } from 'typeorm';
+import { HISTORY_INDEX } from '../src/election/tables';
 
 /** BIGINT arrives as a string from pg and mysql2; terms stay far below 2^53. */
 const bigintAsNumber: ValueTransformer = {
@@ -17,7 +18,7 @@ export type HistoryEndReason = 'resigned' | 'unregistered' | 'expired' | 'handed
  * database-specific types, and an application's `synchronize: true` must never rewrite it.
  */
 @Entity({ name: 'gemstone_election_history', synchronize: false })
-@Index('IDX_gemstone_election_history_ended_at', ['endedAt'])
+@Index(HISTORY_INDEX, ['endedAt'])
 export class ElectionHistory {
   /** Namespace: an isolated election domain. */
   @PrimaryColumn({ name: 'ns', type: 'varchar', length: 255 })

@@ -47,9 +47,15 @@ export class NotLeaderError extends GemstoneError {
   /** The leader row's current term, or null when the namespace has no leader row yet. */
   readonly term: number | null;
 
-  constructor(fields: { ns: string; candidateId: string; leaderId: string | null; term: number | null; expectedTerm?: number }) {
+  /**
+   * @param fields.detail What failed, when it is not the lease itself (a fenced write whose row
+   *   is no longer the caller's); replaces the sentence about who holds the lease.
+   */
+  constructor(fields: { ns: string; candidateId: string; leaderId: string | null; term: number | null; expectedTerm?: number; detail?: string }) {
     const held =
-      fields.leaderId === null
+      fields.detail !== undefined
+        ? fields.detail
+        : fields.leaderId === null
         ? 'no candidate holds an unexpired lease'
         : fields.leaderId === fields.candidateId
           ? `it holds term ${fields.term}, not the expected term ${fields.expectedTerm}`

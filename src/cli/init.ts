@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../election/schema';
+import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE, RUN_TABLE } from '../election/schema';
 import { contextOf } from '../db/context';
 import { connect, disconnect, fallbackNote, redact, resolveUrl, withTableOptions } from './target';
 import { URL_OPTION_HELP } from './options';
@@ -14,7 +14,7 @@ async function init(options: InitOptions): Promise<void> {
   const url = resolveUrl(options.url);
   const dataSource = await connect(url, { createTables: true, schema: options.schema, entityPrefix: options.entityPrefix });
   const context = contextOf(dataSource);
-  const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE].map((name) => {
+  const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, RUN_TABLE].map((name) => {
     const schema = context.schemaName(name);
     return `${schema === undefined ? '' : `${schema}.`}${context.tableName(name)}`;
   });

@@ -5,8 +5,9 @@ import { initCommand } from './init';
 import { statusCommand } from './status/command';
 import { watchCommand } from './watch/command';
 import { historyCommand } from './history/command';
+import { runsCommand } from './runs/command';
 
-/** The `gemstone-election` command line: `status`, `watch`, `history`, `dashboard`, `init`, `demo`. */
+/** The `gemstone-election` command line: `status`, `watch`, `history`, `runs`, `dashboard`, `init`, `demo`. */
 export function createProgram(version: string, extra: readonly Command[] = []): Command {
   const program = new Command('gemstone-election')
     .description('Leader election on the SQL database you already run: inspect it, set it up, watch it fail over.')
@@ -15,6 +16,7 @@ export function createProgram(version: string, extra: readonly Command[] = []): 
   program.addCommand(statusCommand());
   program.addCommand(watchCommand());
   program.addCommand(historyCommand());
+  program.addCommand(runsCommand());
   program.addCommand(dashboardCommand());
   program.addCommand(initCommand());
   program.addCommand(demoCommand());

@@ -20,6 +20,7 @@ import { namespaceParam, overviewQuery, windowSeconds } from './params';
 import { namespaceStatements, readNamespace } from './queries/namespace';
 import { overviewSnapshots, overviewStatements, readOverview, type OverviewSnapshots } from './queries/overview';
 import { ReadBounds, boundedRead } from './queries/read';
+import { readSchedules, scheduleStatements } from './queries/schedules';
 import { readTimeline, timelineStatements } from './queries/timeline';
 
 /**
@@ -63,13 +64,14 @@ interface Readers {
   readonly snapshots: OverviewSnapshots;
   readonly namespace: ReturnType<typeof namespaceStatements>;
   readonly timeline: ReturnType<typeof timelineStatements>;
+  readonly schedules: ReturnType<typeof scheduleStatements>;
   /** One poll per overview page, shared by its streams. */
   readonly polls: OverviewPolls;
   /** One watch per namespace, shared by its streams. */
   readonly watches: NamespaceWatches;
 }
 
-const API_ROUTES = new Set(['/api/overview', '/api/overview/timeline', '/api/overview/events', '/api/namespace', '/api/namespace/timeline', '/api/namespace/events']);
+const API_ROUTES = new Set(['/api/overview', '/api/overview/timeline', '/api/overview/events', '/api/namespace', '/api/namespace/timeline', '/api/namespace/schedules', '/api/namespace/events']);
 
 /** Where a request goes inside the dashboard, or undefined when it is not the dashboard's. */
 function locate(request: IncomingMessage, basePath: string): { path: string; params: URLSearchParams } | undefined {
@@ -139,6 +141,7 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
         snapshots: overviewSnapshots(o.pollMs),
         namespace: namespaceStatements(context, settings),
         timeline: timelineStatements(context),
+        schedules: scheduleStatements(context),
         polls: new OverviewPolls(dataSource, o.pollMs, o.onError),
         watches: new NamespaceWatches((ns, signal) => watchNamespace(dataSource, ns, signal), o.onError),
       };
@@ -175,6 +178,8 @@ export function createDashboard(options?: DashboardOptions): Dashboard {
         const ns = namespaceParam(params);
         return sendJson(response, 200, await readTimeline(r.dataSource, r.timeline, [ns], windowSeconds(params), bounds(signal)), head);
       }
+      case '/api/namespace/schedules':
+        return sendJson(response, 200, await readSchedules(r.dataSource, r.schedules, namespaceParam(params), bounds(signal), o.electors), head);
       case '/api/overview/events':
       case '/api/namespace/events': {
         const overview = path === '/api/overview/events';

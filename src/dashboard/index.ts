@@ -30,6 +30,8 @@ export {
   MAX_TIMELINE_TERMS,
   MAX_GROUP_TIMELINE_TERMS,
   MAX_CANDIDATES_SHOWN,
+  MAX_SCHEDULES_SHOWN,
+  RUNS_SHOWN_PER_SCHEDULE,
   MAX_OVERVIEW_SNAPSHOTS,
 } from './options';
 export type { DashboardOptions, DashboardAccess } from './options';

@@ -1,6 +1,9 @@
 /// <reference types="node" preserve="true" />
 import type { IncomingMessage } from 'http';
 import type { DataSource } from 'typeorm';
+import type { LeaderElector } from '../election/loop/elector';
+import type { LeaderElectorGroup } from '../election/loop/group';
+import { hostsSchedules } from '../schedules/hosted';
 import { ValidationError, shown } from '../errors';
 import { checkOptions } from '../election/validate';
 import { DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS } from '../election/observe/watch';
@@ -66,6 +69,14 @@ export interface DashboardOptions {
    * {@link DEFAULT_DASHBOARD_READ_TIMEOUT_MS} (10000).
    */
   readonly readTimeoutMs?: number;
+  /**
+   * The loops of this process whose schedules the dashboard shows with their next slot: each
+   * namespace's page lists the schedules they host there (on the DataSource it reads), runs or
+   * not, with the slot each waits for next. The database records runs, not patterns (a schedule's
+   * cron or interval lives in the application), so a schedule only the runs table knows shows
+   * "next slot unknown (not hosted here)". Default: none (`ElectionModule` passes its elector).
+   */
+  readonly electors?: readonly (LeaderElector | LeaderElectorGroup)[];
   /** A namespace whose terms ended `flapTerms` times or more within this many seconds is shown as flapping. Default {@link DEFAULT_FLAP_WINDOW_SECONDS} (600). */
   readonly flapWindowSeconds?: number;
   /** See `flapWindowSeconds`. Default {@link DEFAULT_FLAP_TERMS} (3). */
@@ -127,10 +138,11 @@ export interface CheckedDashboardOptions {
   readTimeoutMs: number;
   flapWindowSeconds: number;
   flapTerms: number;
+  electors: readonly object[];
   onError: (error: unknown) => void;
 }
 
-const KEYS = ['dataSource', 'basePath', 'authorize', 'challenge', 'pollMs', 'maxStreams', 'maxStreamBufferBytes', 'closeTimeoutMs', 'readTimeoutMs', 'flapWindowSeconds', 'flapTerms', 'onError'] as const;
+const KEYS = ['dataSource', 'basePath', 'authorize', 'challenge', 'pollMs', 'maxStreams', 'maxStreamBufferBytes', 'closeTimeoutMs', 'readTimeoutMs', 'flapWindowSeconds', 'flapTerms', 'electors', 'onError'] as const;
 
 function wholeNumber(value: unknown, parameter: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
@@ -141,6 +153,16 @@ function wholeNumber(value: unknown, parameter: string, min: number, max: number
 
 function defaultOnError(error: unknown): void {
   process.stderr.write(`gemstone-utils dashboard: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+}
+
+/** `electors`: an array of `LeaderElector`s and `LeaderElectorGroup`s. */
+function checkElectors(value: unknown): readonly object[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ValidationError('options.electors', `must be an array of LeaderElector or LeaderElectorGroup (got ${shown(value)})`);
+  value.forEach((loop: unknown, i) => {
+    if (!hostsSchedules(loop)) throw new ValidationError(`options.electors[${i}]`, `must be a LeaderElector or LeaderElectorGroup (got ${shown(loop)})`);
+  });
+  return [...(value as object[])];
 }
 
 /** A path such as `/election`: leading slash, no trailing one, nothing a URL would read otherwise. */
@@ -185,6 +207,11 @@ export function checkDashboardOptions(value: unknown): CheckedDashboardOptions {
     flapWindowSeconds:
       o.flapWindowSeconds === undefined ? DEFAULT_FLAP_WINDOW_SECONDS : wholeNumber(o.flapWindowSeconds, 'options.flapWindowSeconds', 1, MAX_TIMELINE_WINDOW_SECONDS),
     flapTerms: o.flapTerms === undefined ? DEFAULT_FLAP_TERMS : wholeNumber(o.flapTerms, 'options.flapTerms', 1, 1_000_000),
+    electors: checkElectors(o.electors),
     onError: (o.onError as ((error: unknown) => void) | undefined) ?? defaultOnError,
   };
 }
+/** The most schedules a namespace's page lists (by name); more are left out and the answer says so. */
+export const MAX_SCHEDULES_SHOWN = 50;
+/** The newest runs a namespace's page shows per schedule. */
+export const RUNS_SHOWN_PER_SCHEDULE = 10;

@@ -26,6 +26,12 @@ export interface Dialect {
   /** Selects an instant column in a form {@link Dialect.parseInstant} reads exactly. */
   instant(column: string): RawSql;
   parseInstant(value: unknown): Date | null;
+  /**
+   * An instant the application gives (whole epoch milliseconds, bound as a parameter) in the
+   * stored form, exactly: so it compares with stored instants and keys a row (a schedule slot)
+   * as the database would write it, whatever the driver's date conversion or the session's time zone.
+   */
+  instantOf(epochMs: number): SqlFragment;
   /** `ON CONFLICT … DO NOTHING` or its MySQL equivalent (which also locks an existing row). */
   insertIfAbsent(keys: readonly string[]): RawSql;
   /** Upsert tail that copies `columns` from the proposed row on conflict. */

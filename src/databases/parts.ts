@@ -9,6 +9,7 @@ import type { GroupParts } from './contract/group';
 import type { SessionParts } from './contract/session';
 import type { LeaseChangeNotifications } from './contract/notifications';
 import type { ProgramsPart } from './contract/programs';
+import type { RunProgramsPart } from './contract/run-programs';
 import type { ElectParts } from './contract/store';
 import type { CancellableReads } from './contract/cancellable-reads';
 
@@ -39,6 +40,8 @@ export interface DatabaseParts {
   readonly elect: ElectParts;
   /** Calls without a transaction to join run as one program each (SQLite); absent elsewhere. */
   readonly programs?: ProgramsPart;
+  /** Schedule-run calls without a transaction to join run as one program each (SQLite); absent elsewhere. */
+  readonly runPrograms?: RunProgramsPart;
   /** Lease changes pushed to a listening connection (PostgreSQL LISTEN/NOTIFY); absent elsewhere. */
   readonly notifications?: LeaseChangeNotifications;
   /**

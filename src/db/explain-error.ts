@@ -66,6 +66,17 @@ function namesRegisteredTable(dataSource: DataSource, message: string): boolean 
   return GemstoneDB.entities.some((entity) => dataSource.hasMetadata(entity) && message.includes(dataSource.getMetadata(entity).tableName));
 }
 
+/**
+ * Whether `error` says a table is missing, by the DataSource's own database (PostgreSQL 42P01,
+ * MySQL/MariaDB ER_NO_SUCH_TABLE 1146, SQLite "no such table"): as the driver threw it, or as
+ * {@link explainDatabaseError} explained it ({@link TablesMissingError}, the driver's error its
+ * cause). Which table is the caller's to know: it sent the statement.
+ */
+export function isMissingTableError(dataSource: DataSource, error: unknown): boolean {
+  const cause = error instanceof TablesMissingError ? error.cause : error;
+  return targetOfType(dataSource.options.type)?.isMissingTable(cause) === true;
+}
+
 /** TypeORM's own "not connected" errors (PostgreSQL "Driver not Connected", ConnectionIsNotSetError…). */
 function isNotConnected(error: unknown): boolean {
   const name = (error as { name?: unknown })?.name;

@@ -4,6 +4,8 @@ import { ValidationError } from '../errors';
 import { checkWatchOptions, LeaderWatch, WatchFunctionOptions } from './observe/watch';
 import type { GetHistoryOptions, HistoryEntry } from './observe/history';
 import type { Session } from '../db/session';
+import type { ScheduledRunInfo } from '../schedules/runs-store';
+import type { GetRunsOptions } from '../schedules/validate';
 
 /**
  * The module-level API: the same operations as {@link ElectionService}, bound to
@@ -45,6 +47,8 @@ export const handOver = (candidateId: string, options?: CallOptions): Promise<bo
 /** `ElectionService.assertLeader` on the default service: the fencing check, inside the transaction of `options.session`. */
 export const assertLeader = (candidateId: string, options: CallOptions & { term?: number }): Promise<LeaderInfo> =>
   defaultElectionService.assertLeader(candidateId, options);
+/** `ElectionService.getRuns` on the default service: the runs of schedules, newest slot first. */
+export const getRuns = (options?: GetRunsOptions & { session?: Session }): Promise<ScheduledRunInfo[]> => defaultElectionService.getRuns(options);
 /** `ElectionService.getHistory` on the default service: the terms of a namespace, newest first. */
 export const getHistory = (options?: GetHistoryOptions & { session?: Session }): Promise<HistoryEntry[]> =>
   defaultElectionService.getHistory(options);

@@ -41,36 +41,36 @@ export function createGroupStore(context: DbContext) {
      */
     async elect(
       input: GroupElectInput,
-      state: { known: Set<string>; sqliteWaitMs?: number; /** Called before the rerun's transaction begins. */ beforeAttempt?: () => void },
+      state: { known: Set<string>; /** Called before the rerun's transaction begins. */ beforeAttempt?: () => void },
     ): Promise<GroupElectOutcome> {
       if (input.namespaces.length === 0 && (input.release?.size ?? 0) === 0) {
-        return { outcomes: [], members: [], unregistered: 0, databaseNow: await this.clock(state.sqliteWaitMs) };
+        return { outcomes: [], members: [], unregistered: 0, databaseNow: await this.clock() };
       }
-      if (!group.boundedLockWaits) return statements.elect(input, state.known, state.sqliteWaitMs);
+      if (!group.boundedLockWaits) return statements.elect(input, state.known);
       const once = { conflictRetries: 0 };
       const skipping: GroupElectInput = { ...input, lockWaitMs: undefined };
       if (input.lockWaitMs !== undefined) {
         try {
-          return await statements.elect(input, state.known, state.sqliteWaitMs, once);
+          return await statements.elect(input, state.known, once);
         } catch (error) {
           if (!group.isLockTimeout(error) && !d.isRetryableConflict(error)) throw error;
         }
       }
       state.beforeAttempt?.();
-      return statements.elect(skipping, state.known, state.sqliteWaitMs);
+      return statements.elect(skipping, state.known);
     },
 
     /** Vacates the caller's leases of `namespaces` (and with `unregister` deletes its candidate rows) in one transaction. */
-    async vacate(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean, sqliteWaitMs?: number): Promise<string[]> {
+    async vacate(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean): Promise<string[]> {
       if (namespaces.length === 0) return [];
       const sorted = [...namespaces].sort(compareNs);
-      return statements.vacate(sorted, me, reason, unregister, sqliteWaitMs);
+      return statements.vacate(sorted, me, reason, unregister);
     },
 
     /** The database clock (a group without namespaces still measures it). */
-    async clock(sqliteWaitMs?: number): Promise<Date> {
+    async clock(): Promise<Date> {
       const statement = sql`SELECT ${d.instant(d.now.text)} AS db_now`;
-      const rows = await statements.read(statement, sqliteWaitMs);
+      const rows = await statements.read(statement);
       return d.parseInstant(rows[0]?.db_now) as Date;
     },
   };

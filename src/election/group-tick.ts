@@ -7,6 +7,7 @@
  */
 
 import type { VacateReason } from './decision';
+import type { ElectOutcome } from './rows';
 
 export type { VacateReason };
 
@@ -39,19 +40,12 @@ export interface GroupElectInput {
   readonly lockWaitMs?: number;
 }
 
-/** What the tick found for one namespace. */
-export interface GroupNsOutcome {
-  readonly ns: string;
-  /** The leader after the tick; null when nobody holds an unexpired lease (or unknown). */
-  readonly leaderId: string | null;
-  /** The leader row's term; null when unknown (a racing first insert of the row won). */
-  readonly term: number | null;
-  readonly isLeader: boolean;
-  /** The caller took a lease it did not hold (the term went up). */
-  readonly acquired: boolean;
-  /** The caller renewed a lease it should give up: not eligible, or outranked by a live eligible candidate. */
-  readonly handOver: boolean;
-}
+/**
+ * What the tick found for one namespace: an {@link ElectOutcome}'s lease fields, where the term
+ * (and so the leader) can be unknown this tick (null: a row locked by another transaction, or
+ * one that changed hands after the statement's snapshot).
+ */
+export type GroupNsOutcome = Readonly<Pick<ElectOutcome, 'ns' | 'leaderId' | 'isLeader' | 'acquired' | 'handOver'> & { term: number | null }>;
 
 export interface GroupElectOutcome {
   readonly outcomes: readonly GroupNsOutcome[];

@@ -8,17 +8,18 @@ import 'reflect-metadata';
 // The database folders register their dialects (see src/databases/registry.ts).
 import '../databases';
 import { GemstoneDB } from '../db/registry';
-import { ElectionCandidate, ElectionHistory, ElectionLeader } from '../../entities';
+import { ElectionCandidate, ElectionHistory, ElectionLeader, ElectionRun } from '../../entities';
 import { electionMigrations } from '../../migrations';
 import { electionTables } from './schema';
 
-GemstoneDB.register({ entities: [ElectionCandidate, ElectionLeader, ElectionHistory], migrations: electionMigrations, installers: [electionTables] });
+GemstoneDB.register({ entities: [ElectionCandidate, ElectionLeader, ElectionHistory, ElectionRun], migrations: electionMigrations, installers: [electionTables] });
 
-export { ElectionCandidate, ElectionLeader, ElectionHistory };
+export { ElectionCandidate, ElectionLeader, ElectionHistory, ElectionRun };
 export type { HistoryEndReason } from '../../entities';
-export { GemstoneElectionTables1763683200000, GemstoneElectionIdentity1795392000000, electionMigrations } from '../../migrations';
+export { GemstoneElectionTables1763683200000, GemstoneElectionIdentity1795392000000, GemstoneElectionRuns1796256000000, electionMigrations } from '../../migrations';
 export { ElectionService } from './service';
-export type { ElectionServiceOptions, ElectOutcome, LeaderInfo, CandidateInfo, CandidateCallOptions } from './service';
+export type { ElectionServiceOptions, LeaderInfo, CandidateInfo, CandidateCallOptions } from './service';
+export type { ElectOutcome } from './rows';
 export {
   defaultElectionService,
   setExpire,
@@ -35,9 +36,20 @@ export {
   assertLeader,
   watch,
   getHistory,
+  getRuns,
 } from './functions';
 export { DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, DEFAULT_HISTORY_RETENTION_SECONDS } from './observe/history';
 export type { HistoryEntry, GetHistoryOptions } from './observe/history';
+export type { RunState, ScheduledRunInfo } from '../schedules/runs-store';
+export { DEFAULT_RUNS_LIMIT, MAX_RUNS_LIMIT } from '../schedules/validate';
+export type { GetRunsOptions, RunsCursor } from '../schedules/validate';
+export type { Schedule } from '../schedules/schedule';
+export type { ScheduleOptions, CatchUp, Overlap } from '../schedules/options';
+export type { ScheduleRunEnded, EndedRunState } from '../schedules/run-ended';
+export { DEFAULT_CATCH_UP_WINDOW_MS, DEFAULT_MAX_ATTEMPTS, MIN_CATCH_UP_WINDOW_MS, MIN_EVERY_MS } from '../schedules/options';
+export type { ScheduledRun } from '../schedules/scheduled-run';
+export { RunTransactionUsedError } from '../schedules/scheduled-run';
+export { MAX_CATCH_UP_RUNS, MAX_MISSED_RECORDED } from '../schedules/catch-up';
 export { LeaderWatch, DEFAULT_WATCH_POLL_MS, MAX_WATCH_POLL_MS, DEFAULT_WATCH_RETRY_MAX_MS } from './observe/watch';
 export type { LeaderChange, WatchOptions, WatchFunctionOptions } from './observe/watch';
 export type { CallOptions, CandidateOptions, CandidateMetadata, JsonValue } from './validate';
@@ -53,7 +65,7 @@ export {
   MIN_PRIORITY,
   MAX_PRIORITY,
 } from './validate';
-export { CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, DDL_LOCK_TIMEOUT_MS, DDL_LOCK_ATTEMPTS } from './schema';
+export { CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, RUN_TABLE, DDL_LOCK_TIMEOUT_MS, DDL_LOCK_ATTEMPTS } from './schema';
 export { NOTIFY_CHANNEL } from './observe/listen-options';
 export type { LeaseChange } from './observe/listen-options';
 export type { Session } from '../db/session';
@@ -74,7 +86,8 @@ export {
   DEFAULT_STOP_TIMEOUT_MS,
   defaultElectorMetadata,
 } from './loop/elector-options';
-export { pruneExpiredCandidates, pruneHistory, DEFAULT_CANDIDATE_RETENTION_SECONDS, PRUNE_BATCH_ROWS, PRUNE_MAX_BATCHES } from './prune';
+export { pruneExpiredCandidates, pruneHistory, pruneRuns, DEFAULT_CANDIDATE_RETENTION_SECONDS, DEFAULT_RUN_RETENTION_SECONDS, PRUNE_BATCH_ROWS, PRUNE_MAX_BATCHES } from './prune';
+export type { PruneRunsOptions } from './prune';
 export type { PruneExpiredCandidatesOptions, PruneHistoryOptions } from './prune';
 export type { Lease, LeaderElectorOptions, ElectorLogger } from './loop/elector-options';
 export type { MonotonicClock } from './loop/monotonic';

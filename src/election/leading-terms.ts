@@ -1,10 +1,7 @@
+import type { ElectOutcome } from './rows';
+
 /** What an `elect` outcome tells about its namespace's lease (the fields of `ElectOutcome` read here). */
-export interface SeenOutcome {
-  readonly ns: string;
-  readonly leaderId: string | null;
-  readonly term: number;
-  readonly isLeader: boolean;
-}
+export type SeenOutcome = Readonly<Pick<ElectOutcome, 'ns' | 'leaderId' | 'term' | 'isLeader'>>;
 
 /** What this process last saw of one namespace's lease: who led it, under which term, and when. */
 interface Seen {

@@ -2,11 +2,11 @@ import type { DataSource } from 'typeorm';
 import { contextOf } from '../db/context';
 import { dataSourceOfSession, runnerOf, Session } from '../db/session';
 import { partsOf } from '../databases/parts';
-import { raw } from '../db/sql';
+import { raw, sql, SqlFragment } from '../db/sql';
 import { ValidationError, shown } from '../errors';
 import { assertEntitiesRegistered } from './entities-check';
 import { DEFAULT_HISTORY_RETENTION_SECONDS } from './observe/history';
-import { CANDIDATE_TABLE, HISTORY_TABLE } from './tables';
+import { CANDIDATE_TABLE, HISTORY_TABLE, RUN_TABLE } from './tables';
 import { checkOptions } from './validate';
 
 /** How long a candidate row stays after it expired before pruning deletes it: 86400 s (one day). */
@@ -15,12 +15,22 @@ export const DEFAULT_CANDIDATE_RETENTION_SECONDS = 86_400;
 export const PRUNE_BATCH_ROWS = 500;
 /** Statements one `pruneExpiredCandidates` call runs at most (20): a call stays bounded. */
 export const PRUNE_MAX_BATCHES = 20;
+/** How long a finished run of a schedule stays before pruning deletes it: 2592000 s (30 days), as history. */
+export const DEFAULT_RUN_RETENTION_SECONDS = 30 * 86_400;
 /** The longest accepted retention: ten years. */
 const MAX_RETENTION_SECONDS = 10 * 365 * 86_400;
 
 /** Options of {@link pruneHistory}. */
 export interface PruneHistoryOptions {
   /** Seconds a term must have been ended before its row is deleted. Default {@link DEFAULT_HISTORY_RETENTION_SECONDS} (30 days). */
+  readonly retentionSeconds?: number;
+  /** Run inside this transaction (QueryRunner or EntityManager) instead of statements of its own. */
+  readonly session?: Session;
+}
+
+/** Options of {@link pruneRuns}. */
+export interface PruneRunsOptions {
+  /** Seconds a run must have been finished before its row is deleted. Default {@link DEFAULT_RUN_RETENTION_SECONDS} (30 days). */
   readonly retentionSeconds?: number;
   /** Run inside this transaction (QueryRunner or EntityManager) instead of statements of its own. */
   readonly session?: Session;
@@ -44,15 +54,25 @@ export function checkRetentionSeconds(value: unknown, parameter: string): number
 
 const LIMIT = raw(String(PRUNE_BATCH_ROWS));
 
-/** What one prune deletes: rows of `table` whose `column` (an instant) is older than the retention; `key` orders the batch. */
+/**
+ * What one prune deletes: rows of `table` whose `column` (an instant) is older than the
+ * retention, and whose `also` column (an instant) is too when given; `key` orders the batch.
+ */
 interface PruneTarget {
   readonly table: string;
-  readonly column: 'expires_at' | 'ended_at';
+  readonly column: 'expires_at' | 'ended_at' | 'slot';
+  readonly also?: 'finished_at';
   readonly key: readonly string[];
 }
 
 const CANDIDATES: PruneTarget = { table: CANDIDATE_TABLE, column: 'expires_at', key: ['ns', 'candidate_id'] };
 const HISTORY: PruneTarget = { table: HISTORY_TABLE, column: 'ended_at', key: ['ns', 'term'] };
+/**
+ * Runs finished before the cutoff. A run finishes after its slot, so its slot is before the
+ * cutoff too: the range on `slot` is what the index `(slot DESC, ns, name, finished_at)` finds, `finished_at`
+ * the condition that decides. A running run (`finished_at` null) is never deleted.
+ */
+const RUNS: PruneTarget = { table: RUN_TABLE, column: 'slot', also: 'finished_at', key: ['ns', 'name', 'slot'] };
 
 /**
  * One batch; only the target table is touched, so the leader row is never locked. The cutoff is
@@ -65,7 +85,8 @@ async function pruneBatch(dataSource: DataSource, session: Session | undefined, 
   const column = raw(target.column);
   const key = raw(target.key.join(', '));
   const before = prune.cutoff(retention);
-  return prune.deleteBatch(dataSource, session, { table, column, key, before, limit: LIMIT });
+  const also: SqlFragment = target.also === undefined ? sql`` : sql` AND ${raw(target.also)} < ${before}`;
+  return prune.deleteBatch(dataSource, session, { table, column, key, before, limit: LIMIT, also });
 }
 
 /** Validates the arguments of a prune function; returns the retention and session. */
@@ -73,6 +94,7 @@ function checkPruneArguments(
   dataSource: DataSource,
   options: unknown,
   defaultRetention: number,
+  needs: 'election' | 'runs' = 'election',
 ): { retention: number; session: Session | undefined } {
   if (typeof dataSource !== 'object' || dataSource === null || typeof (dataSource as DataSource).createQueryRunner !== 'function') {
     throw new ValidationError('dataSource', 'must be a TypeORM DataSource');
@@ -87,7 +109,7 @@ function checkPruneArguments(
   if (!dataSource.isInitialized) {
     throw new ValidationError('dataSource', 'is not initialized: call `await initDb(dataSource)` first');
   }
-  assertEntitiesRegistered(dataSource);
+  assertEntitiesRegistered(dataSource, needs);
   return { retention, session };
 }
 
@@ -122,4 +144,17 @@ export async function pruneExpiredCandidates(dataSource: DataSource, options?: P
 export async function pruneHistory(dataSource: DataSource, options?: PruneHistoryOptions): Promise<number> {
   const { retention, session } = checkPruneArguments(dataSource, options, DEFAULT_HISTORY_RETENTION_SECONDS);
   return pruneInBatches(dataSource, session, retention, HISTORY);
+}
+
+/**
+ * Deletes the rows of schedule runs (every namespace) that finished more than `retentionSeconds`
+ * ago (default {@link DEFAULT_RUN_RETENTION_SECONDS}, 30 days) by the database clock, in the same
+ * bounded batches as {@link pruneExpiredCandidates}; returns how many rows it deleted. A running
+ * run is never deleted, and the leader row is never locked. A `LeaderElector` calls it by itself
+ * (see `runRetentionSeconds`). Keep the retention longer than any schedule's catch-up window: a
+ * new leader looks back at the newest recorded slot of each schedule.
+ */
+export async function pruneRuns(dataSource: DataSource, options?: PruneRunsOptions): Promise<number> {
+  const { retention, session } = checkPruneArguments(dataSource, options, DEFAULT_RUN_RETENTION_SECONDS, 'runs');
+  return pruneInBatches(dataSource, session, retention, RUNS);
 }

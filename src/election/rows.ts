@@ -48,19 +48,41 @@ export interface Standing {
   rivalPriority: number | null;
 }
 
-/** What one `elect` decided, as a one-statement elect or a program reports it. */
-export interface ElectDecision {
-  /** Null when nobody holds an unexpired lease after the call (the caller did not take a vacant one). */
+/** What one `elect` decided: `elect` returns `leaderId`; the LeaderElector needs the rest. */
+export interface ElectOutcome {
+  /** The namespace. */
+  ns: string;
+  /**
+   * The leader after the call: the caller or whoever holds an unexpired lease; null when nobody
+   * does (the caller is ineligible, or deferred to a live eligible candidate of higher priority).
+   */
   leaderId: string | null;
+  /** The leader row's term (the leader's, when there is one). */
   term: number;
+  /** The caller holds the lease after this call. */
   isLeader: boolean;
+  /** The caller acquired a lease it did not already hold unexpired (the term went up). */
   acquired: boolean;
-  /** The caller renewed a lease it should give up (ineligible, or outranked by a live eligible candidate). */
+  /**
+   * The caller renewed its lease but should give it up: it is not eligible, or a live eligible
+   * candidate of strictly higher priority exists. `elect` never gives a lease up by itself (the
+   * leader's work has to stop first); a `LeaderElector` ends its leadership, then resigns.
+   */
   handOver: boolean;
-  /** The caller's candidate row existed before the call. */
+  /** The caller's candidate row existed before this call (false: it was created by it). */
   wasRegistered: boolean;
+  /**
+   * The database clock during the call, read by one of its statements (no extra round trip):
+   * what the lease was judged by. Compare with the host clock around the call for the skew.
+   */
   databaseNow: Date;
 }
+
+/**
+ * What one `elect` decided, as a statement, a program or the locked path reports it: the
+ * {@link ElectOutcome} before the service names its namespace.
+ */
+export type ElectDecision = Omit<ElectOutcome, 'ns'>;
 
 /** A candidate row as `getCandidates` reports it. */
 export interface CandidateRow {

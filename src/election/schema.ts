@@ -9,18 +9,24 @@ import { raw, RawSql, sql, SqlFragment } from '../db/sql';
 import { ElectionCandidate } from '../../entities/ElectionCandidate';
 import { ElectionHistory } from '../../entities/ElectionHistory';
 import { ElectionLeader } from '../../entities/ElectionLeader';
+import { ElectionRun } from '../../entities/ElectionRun';
 import { withDdlLockRetries } from './ddl-lock';
-import { CANDIDATE_TABLE, HISTORY_TABLE, IDENTITY_COLUMNS, IdentityColumn, LEADER_TABLE, TableNames } from './tables';
+import { CANDIDATE_TABLE, HISTORY_TABLE, IDENTITY_COLUMNS, IdentityColumn, LEADER_TABLE, RUN_TABLE, TableNames } from './tables';
 
 export {
   CANDIDATE_TABLE,
   LEADER_TABLE,
   HISTORY_TABLE,
+  RUN_TABLE,
   CANDIDATE_INDEX,
   HISTORY_INDEX,
+  RUN_INDEX,
+  RUN_NS_INDEX,
   objectName,
   candidateIndexName,
   historyIndexName,
+  runIndexName,
+  runNsIndexName,
   IDENTITY_COLUMNS,
 } from './tables';
 export type { TableNames, IdentityColumn } from './tables';
@@ -33,7 +39,9 @@ export { DDL_LOCK_TIMEOUT_MS, DDL_LOCK_ATTEMPTS } from './ddl-lock';
  * an older version is brought forward by the steps it lacks.
  *   1. `schemaStatements`: the 0.1.0 tables (first migration);
  *   2. `identityStatements`: candidate metadata, priority and eligibility, the history table
- *      (second migration).
+ *      (second migration);
+ *   3. the runs table of schedules (third migration): each folder's `runStatements`, which
+ *      `initDb` and that migration run through the database's schema part.
  * Each database's DDL is in its folder (`src/databases/<db>/schema.ts`); this file composes it.
  */
 
@@ -98,6 +106,11 @@ export function identityDropStatements(dialect: DialectName, names: TableNames, 
   return [sql`DROP TABLE IF EXISTS ${names.table(HISTORY_TABLE)}`, ...drops];
 }
 
+/** The third migration's `down`: the runs table goes (its index with it). */
+export function runDropStatements(names: TableNames): SqlFragment[] {
+  return [sql`DROP TABLE IF EXISTS ${names.table(RUN_TABLE)}`];
+}
+
 /** Which of the step-2 candidate columns the candidate table has (none when it is missing). */
 export async function identityColumnsPresent(context: DbContext, session: EntityManager | QueryRunner): Promise<IdentityColumn[]> {
   const manager = 'startTransaction' in session ? session.manager : session;
@@ -128,7 +141,7 @@ async function schemaPresent(context: DbContext, manager: EntityManager): Promis
 }
 
 /**
- * Both steps in one transaction, for the databases whose DDL is transactional (PostgreSQL,
+ * Every step in one transaction, for the databases whose DDL is transactional (PostgreSQL,
  * SQLite): every step or none. `prepare` runs first in that transaction (PostgreSQL serializes
  * installers there and bounds its lock waits; SQLite's write lock serializes installers by
  * itself). Missing columns are looked up inside it, under that lock. Retried while a DDL lock
@@ -148,6 +161,7 @@ export async function installInOneTransaction(
         for (const statement of schema.tableStatements(context)) await execute(context, manager, statement);
         const missing = await identityColumnsMissing(context, manager);
         for (const statement of identityStatementsOf(schema, context, missing)) await execute(context, manager, statement);
+        for (const statement of schema.runStatements(context)) await execute(context, manager, statement);
       }),
   );
 }
@@ -163,6 +177,6 @@ async function install(dataSource: DataSource): Promise<void> {
 /** Registered on GemstoneDB: what `initDb({ createTables: true })` runs for the election tables. */
 export const electionTables: TableInstaller = Object.freeze({
   name: 'gemstone-utils/election',
-  entities: [ElectionCandidate, ElectionLeader, ElectionHistory],
+  entities: [ElectionCandidate, ElectionLeader, ElectionHistory, ElectionRun],
   install,
 });

@@ -3,14 +3,19 @@ import { contextOf, DbContext } from '../db/context';
 import { getDataSource } from '../db/default-data-source';
 import { assertInitialized, withExplainedFailures } from '../db/explain-error';
 import { dataSourceOfSession, execute, inOneStatement, inTransaction, runnerOf, Session, withManager } from '../db/session';
-import { NotLeaderError, ValidationError, shown } from '../errors';
+import { ValidationError, shown } from '../errors';
 import type { SqlFragment } from '../db/sql';
 import { assertEntitiesRegistered } from './entities-check';
 import { electsLocked } from './paths';
 import { LeadingTerms } from './leading-terms';
 import { partsOf } from '../databases/parts';
 import type { ElectionPrograms } from '../databases/contract/programs';
-import { createStore, decide, ElectionStore, LeaderRow } from './store';
+import { decide, ElectionStore, LeaderRow, storeOf } from './store';
+import type { ElectOutcome } from './rows';
+import { fenceLeader } from './fence';
+import { runStatementsOf } from '../schedules/statements';
+import { checkRunsOptions, type GetRunsOptions } from '../schedules/validate';
+import type { ScheduledRunInfo } from '../schedules/runs-store';
 import { checkWatchOptions, LeaderWatch, MissedTerm, WatchOptions, WatchSource } from './observe/watch';
 import { checkHistoryOptions, createHistoryStatements, GetHistoryOptions, HistoryEntry, HistoryStatements, VacateReason } from './observe/history';
 import {
@@ -66,36 +71,6 @@ export interface CandidateInfo {
 /** `registerCandidate`, `heartbeat` and `elect` options: where, plus what the candidate says about itself. */
 export interface CandidateCallOptions extends CallOptions, CandidateOptions {}
 
-/** What one `elect` decided: `elect` returns `leaderId`; the LeaderElector needs the rest. */
-export interface ElectOutcome {
-  /** The namespace. */
-  ns: string;
-  /**
-   * The leader after the call: the caller or whoever holds an unexpired lease; null when nobody
-   * does (the caller is ineligible, or deferred to a live eligible candidate of higher priority).
-   */
-  leaderId: string | null;
-  /** The leader row's term (the leader's, when there is one). */
-  term: number;
-  /** The caller holds the lease after this call. */
-  isLeader: boolean;
-  /** The caller acquired a lease it did not already hold unexpired (the term went up). */
-  acquired: boolean;
-  /**
-   * The caller renewed its lease but should give it up: it is not eligible, or a live eligible
-   * candidate of strictly higher priority exists. `elect` never gives a lease up by itself (the
-   * leader's work has to stop first); a `LeaderElector` ends its leadership, then resigns.
-   */
-  handOver: boolean;
-  /** The caller's candidate row existed before this call (false: it was created by it). */
-  wasRegistered: boolean;
-  /**
-   * The database clock during the call, read by one of its statements (no extra round trip):
-   * what the lease was judged by. Compare with the host clock around the call for the skew.
-   */
-  databaseNow: Date;
-}
-
 /** The options of an {@link ElectionService}. */
 export interface ElectionServiceOptions {
   /** Lease and candidate expiry in seconds. Default {@link DEFAULT_EXPIRE_SECONDS} (60). */
@@ -108,12 +83,6 @@ export interface ElectionServiceOptions {
   readonly sqliteWaitMs?: number;
 }
 
-const stores = new WeakMap<DbContext, ElectionStore>();
-function storeOf(context: DbContext): ElectionStore {
-  let store = stores.get(context);
-  if (!store) stores.set(context, (store = createStore(context)));
-  return store;
-}
 
 const histories = new WeakMap<DbContext, HistoryStatements>();
 function historyOf(context: DbContext): HistoryStatements {
@@ -545,6 +514,29 @@ export class ElectionService {
   }
 
   /**
+   * The runs of schedules, newest slot first (then by namespace and name): `{ ns, name, slot,
+   * state, attempt, term, candidateId, startedAt, finishedAt, error }`. Every namespace and
+   * schedule unless `ns` / `name` narrow it; at most `limit` (default 100, 1 to 1000); only slots
+   * strictly before `before` if given (to page backwards: pass the oldest slot you got; runs of
+   * other schedules with that very slot are then on neither page's far side, so page by schedule
+   * when slots coincide). Throws {@link ValidationError} naming the option for bad options.
+   */
+  async getRuns(options?: GetRunsOptions & { session?: Session }): Promise<ScheduledRunInfo[]> {
+    const query = checkRunsOptions(options, ['session']);
+    const session = query.session as Session | undefined;
+    const dataSource = this.#resolve(session);
+    assertEntitiesRegistered(dataSource, 'runs');
+    const runs = runStatementsOf(contextOf(dataSource));
+    const statement = runs.selectRuns(query);
+    const programs = this.#programsFor(dataSource, session);
+    const rows = programs
+      ? await programs.readRows(statement)
+      : await withManager(dataSource, session, (m, context) => execute(context, m, statement));
+    // In the database's order: the next page starts where this one ends.
+    return rows.map(runs.toInfo);
+  }
+
+  /**
    * The fencing check for leader-only writes. Must run inside the caller's transaction: it locks
    * the leader row against a change of leadership until that transaction ends, and throws
    * {@link NotLeaderError} unless the caller holds the unexpired lease (under `term`, if given).
@@ -567,20 +559,6 @@ export class ElectionService {
         'must be a QueryRunner or EntityManager inside an active transaction: assertLeader fences the writes of that transaction',
       );
     }
-    return this.#write(session, async (m, store) => {
-      const row = await store.lockLeader(m, ns, 'read');
-      if (!row?.live || row.leaderId !== id || (term !== undefined && row.term !== term)) {
-        throw new NotLeaderError({
-          ns,
-          candidateId: id,
-          leaderId: row?.live ? row.leaderId : null,
-          term: row ? row.term : null,
-          ...(term !== undefined ? { expectedTerm: term } : {}),
-        });
-      }
-      // MySQL/MariaDB: the lock alone does not fence across Galera nodes; see `fencesByWriting`.
-      if (store.fencesByWriting) await store.touchLeader(m, ns);
-      return toInfo(row);
-    });
+    return this.#write(session, async (m, store) => toInfo(await fenceLeader(m, store, ns, id, term)));
   }
 }

@@ -9,10 +9,12 @@ import type { LeaseChange } from './observe/listen-options';
 import type { CandidateRow, LeaderRow, ObservedLeader, Standing } from './rows';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from './schema';
 import { BoundCandidateFields, CandidateFields, parseMetadata } from './validate';
+import type { ElectionStore } from './store-interface';
 
 export type { CandidateRow, ElectDecision, LeaderRow, ObservedLeader, Standing } from './rows';
 export { NOTIFY_CHANNEL } from './observe/listen-options';
 export type { LeaseChange } from './observe/listen-options';
+export type { ElectionStore } from './store-interface';
 
 /**
  * The election's statements, one function each, run on the manager they are given (the
@@ -27,7 +29,7 @@ export type { LeaseChange } from './observe/listen-options';
 
 export { decide } from './decision';
 
-export function createStore(context: DbContext) {
+export function createStore(context: DbContext): ElectionStore {
   const { dialect: d } = context;
   const candidates = context.table(CANDIDATE_TABLE);
   const leaders = context.table(LEADER_TABLE);
@@ -168,44 +170,18 @@ ${d.upsert(['ns', 'candidate_id'], updated)}`;
   /** This database's members: what it does differently (its folder's `elect.ts`). */
   const members = partsOf(context).elect.create(shared);
 
+  // Each member is documented once, on ElectionStore (store-interface.ts).
   return {
-    /** The statements every database shares: what its members and its programs build on. */
     shared,
-
-    /** A leader row as read by `selectLeader` (also by the SQLite programs). */
     toRow,
-
-    /**
-     * Whether `elect` creates the leader row before locking it (else it locks first and inserts
-     * only for a new namespace); each database says why in its folder.
-     */
     insertsLeaderRowFirst: members.insertsLeaderRowFirst,
-
-    /**
-     * Whether `elect` first reads the leader row WITHOUT a lock and, when it shows an unexpired
-     * lease held by another candidate, only touches the caller's candidate row (MySQL/MariaDB:
-     * followers never queue for the leader row's lock; the reason is in that folder).
-     */
     followerReadsFirst: members.followerReadsFirst,
 
-    /**
-     * register / heartbeat: create the candidate row or extend it, storing the options given.
-     * Returns whether the upsert created the row, as the write itself tells (each database's
-     * `touchCandidate` says how; undefined where an earlier read stays current): a read before it
-     * may have seen a row that another transaction deleted in between.
-     */
     async touchCandidate(m: EntityManager, ns: string, candidateId: string, expireSeconds: number, fields: CandidateFields = {}): Promise<boolean | undefined> {
       return members.touchCandidate(m, candidateUpsert(ns, candidateId, expireSeconds, fields));
     },
-
-    /** The candidate upsert as a statement, for the SQLite programs. */
     candidateUpsert,
 
-    /**
-     * Creates a vacant leader row (term 0) unless one exists. It cannot raise a duplicate-key
-     * error, so a race for the first row never aborts a caller's transaction. On MySQL it also
-     * locks an existing row; on SQLite it takes the database write lock (first write statement).
-     */
     async ensureLeaderRow(m: EntityManager, ns: string): Promise<void> {
       await execute(
         context,
@@ -216,25 +192,10 @@ ${d.insertIfAbsent(['ns'])}`,
       );
     },
 
-    /**
-     * Reads the leader row under a row lock held until the transaction ends: `write` (FOR
-     * UPDATE) where leadership may change hands, `read` (FOR SHARE) to fence leader-only work.
-     * SQLite has no row locks: a no-op write takes its database write lock instead, unless the
-     * transaction already wrote. `writeLockHeld`: this transaction already holds the row's
-     * exclusive lock (SQLite: the database's; MySQL: `ensureLeaderRow` locked it).
-     */
     async lockLeader(m: EntityManager, ns: string, mode: 'write' | 'read', writeLockHeld = false): Promise<LeaderRow | undefined> {
       return (await this.lockLeaderFor(m, ns, mode, writeLockHeld, undefined))?.row;
     },
 
-    /**
-     * {@link lockLeader}, plus the {@link Standing} of `candidateId` when given (what `elect`
-     * decides by), read in the same statement.
-     *
-     * `live` is judged by the clock of after the lock: a locking read that waited for the row
-     * while its lease ran out must not call that lease live. How each database takes the lock and
-     * reads after it is its folder's `lockLeader`.
-     */
     async lockLeaderFor(
       m: EntityManager,
       ns: string,
@@ -246,37 +207,19 @@ ${d.insertIfAbsent(['ns'])}`,
       const row = await members.lockLeader(m, ns, mode, writeLockHeld, standing);
       return row ? { row: toRow(row), standing: toStanding(row) } : undefined;
     },
-
-    /**
-     * Whether `assertLeader` writes the leader row after its check (MySQL/MariaDB: what fences
-     * across Galera nodes; the reason is in that folder's `touchLeader`).
-     */
     fencesByWriting: members.touchLeader !== undefined,
 
-    /** Touches the leader row so the transaction's write set contains it (where {@link fencesByWriting}). */
     async touchLeader(m: EntityManager, ns: string): Promise<void> {
       await members.touchLeader?.(m, ns);
     },
 
-    /** The leader row without a lock (for reads that change nothing). */
     async readLeader(m: EntityManager, ns: string): Promise<LeaderRow | undefined> {
       const [row] = await execute(context, m, sql`SELECT ${raw(selectLeader('l'))} FROM ${leaders} l WHERE l.ns = ${ns}`);
       return row ? toRow(row) : undefined;
     },
-
-    /**
-     * The leader row and the database clock in one statement, for watchers: without a row it
-     * still answers the clock. Never locks.
-     */
     observeStatement,
-
-    /** Reads what {@link observeStatement} selected. */
     parseObserved: toObserved,
 
-    /**
-     * {@link readLeader} plus whether `candidateId` has a candidate row (MySQL follower read), and
-     * on MySQL/MariaDB the lease end in whole microseconds as stored (null elsewhere or when vacant).
-     */
     async readLeaderFor(
       m: EntityManager,
       ns: string,
@@ -293,35 +236,14 @@ FROM ${leaders} l WHERE l.ns = ${ns}`,
       const leaseMicros = members.leaseMicros?.(lease) ?? null;
       return { row: toRow(row), registered: Number(row.registered) > 0, leaseMicros };
     },
-
-    /**
-     * The whole `elect` of an existing namespace in ONE statement, where the database has one
-     * (PostgreSQL: see its folder's `elect.ts`); undefined elsewhere. Returns what it decided;
-     * undefined when the namespace has no leader row yet, and `'stale'` when the row changed hands
-     * after the statement's snapshot was taken (in both cases nothing was written).
-     */
     electInOneStatement: members.electInOneStatement,
-
-    /**
-     * A leader's renewal in ONE autocommit statement, where the database has one (MariaDB: see
-     * its folder's `elect.ts`); undefined elsewhere. Returns the decision when it renewed, undefined
-     * when it wrote nothing (the caller then decides by the locked path).
-     */
     renewInOneStatement: members.renewInOneStatement,
 
-    /**
-     * The general path's renewal, decided when it is written: extends the lease only if the row
-     * still names the caller under `term` with an unexpired lease by the database clock of this
-     * statement. False when the lease ran out between the locked read and this write (the row is
-     * locked, so nothing else can have changed): the call is then a takeover, not a renewal.
-     * The count is read from the statement itself, as each database's `renewIfLive` says.
-     */
     async renewIfLive(m: EntityManager, ns: string, candidateId: string, term: number, expireSeconds: number): Promise<boolean> {
       const where = sql`WHERE ns = ${ns} AND leader_id = ${candidateId} AND term = ${term} AND lease_expires_at > ${d.now}`;
       return members.renewIfLive(m, where, expireSeconds);
     },
 
-    /** Gives the lease to `leaderId` under `term` until now + expireSeconds. */
     async setLeader(m: EntityManager, ns: string, leaderId: string, term: number, expireSeconds: number): Promise<void> {
       await execute(
         context,
@@ -331,7 +253,6 @@ WHERE ns = ${ns}`,
       );
     },
 
-    /** Clears leader_id and lease_expires_at (the term stays: the next leader gets term + 1). */
     async vacate(m: EntityManager, ns: string): Promise<void> {
       await execute(context, m, sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${d.now} WHERE ns = ${ns}`);
     },
@@ -359,21 +280,24 @@ WHERE ns = ${ns}`,
       return rows.map((row) => row.candidate_id).sort();
     },
 
-    /** The active candidates with everything they said about themselves, sorted by id. */
     async candidateRows(m: EntityManager, ns: string): Promise<CandidateRow[]> {
       const rows = await execute(context, m, candidateRowsStatement(ns));
       return toCandidateRows(rows);
     },
-
     candidateRowsStatement,
-
     toCandidateRows,
 
-    /** Announces a lease change to listeners (PostgreSQL LISTEN/NOTIFY, delivered when the transaction commits); a no-op elsewhere. */
     async announce(m: EntityManager, change: LeaseChange): Promise<void> {
       await members.announce?.(m, change);
     },
   };
 }
 
-export type ElectionStore = ReturnType<typeof createStore>;
+const stores = new WeakMap<DbContext, ElectionStore>();
+
+/** The store of a DataSource's context, made once (every path of the library shares it). */
+export function storeOf(context: DbContext): ElectionStore {
+  let store = stores.get(context);
+  if (!store) stores.set(context, (store = createStore(context)));
+  return store;
+}

@@ -15,8 +15,25 @@ export const CANDIDATE_TABLE = 'gemstone_election_candidate';
 export const LEADER_TABLE = 'gemstone_election_leader';
 /** The history table: one row per term. */
 export const HISTORY_TABLE = 'gemstone_election_history';
+/** The runs table of schedules: one row per `(ns, name, slot)`. */
+export const RUN_TABLE = 'gemstone_election_run';
+/** The candidates index on `(ns, expires_at)`, as the entity declares it (the DDL's name on a DataSource: `candidateIndexName`). */
 export const CANDIDATE_INDEX = 'IDX_gemstone_election_candidate_ns_expires_at';
+/** The history index on `ended_at`, as the entity declares it (the DDL's name on a DataSource: `historyIndexName`). */
 export const HISTORY_INDEX = 'IDX_gemstone_election_history_ended_at';
+/**
+ * The runs index on `(slot DESC, ns, name, finished_at)`: `getRuns`' order (newest slot first,
+ * then namespace and name: a total order, for pages that follow on), and the range on `slot` of
+ * pruning finished runs; as the entity declares it (the DDL's name on a DataSource:
+ * `runIndexName`).
+ */
+export const RUN_INDEX = 'IDX_gemstone_election_run_slot';
+/**
+ * The runs index on `(ns, slot DESC, name)`: `getRuns` of one namespace, in its order (the primary
+ * key `(ns, name, slot)` orders a namespace's runs by name first); as the entity
+ * declares it (the DDL's name on a DataSource: `runNsIndexName`).
+ */
+export const RUN_NS_INDEX = 'IDX_gemstone_election_run_ns_slot';
 
 /** PostgreSQL truncates identifiers beyond 63 bytes (MySQL refuses beyond 64). */
 const MAX_IDENTIFIER_LENGTH = 63;
@@ -55,6 +72,16 @@ export function candidateIndexName(names: Pick<DbContext, 'tableName'>): string 
 /** The history index's name on a DataSource. */
 export function historyIndexName(names: Pick<DbContext, 'tableName'>): string {
   return objectName('IDX', names.tableName(HISTORY_TABLE), '_ended_at');
+}
+
+/** The runs index's name on a DataSource. */
+export function runIndexName(names: Pick<DbContext, 'tableName'>): string {
+  return objectName('IDX', names.tableName(RUN_TABLE), '_slot');
+}
+
+/** The name on a DataSource of the runs index of one namespace ({@link RUN_NS_INDEX}). */
+export function runNsIndexName(names: Pick<DbContext, 'tableName'>): string {
+  return objectName('IDX', names.tableName(RUN_TABLE), '_ns_slot');
 }
 
 /** The candidate columns step 2 adds, in the order it adds them (appended after `expires_at`). */

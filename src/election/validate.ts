@@ -39,6 +39,14 @@ export function checkCandidateId(value: unknown, parameter = 'candidateId'): str
 /** A non-empty string of at most 255 characters that every supported database stores exactly. */
 export function checkNs(value: unknown, parameter = 'options.ns'): string {
   if (value === undefined) return DEFAULT_NS;
+  return checkStoredName(value, parameter, MAX_NS_LENGTH);
+}
+
+/**
+ * A name stored as a key (a namespace, a schedule's name): a well-formed string of 1 to
+ * `maxLength` characters (code points) without NUL. No default.
+ */
+export function checkStoredName(value: unknown, parameter: string, maxLength: number): string {
   if (typeof value !== 'string') throw new ValidationError(parameter, `must be a string (got ${describe(value)})`);
   if (value.length === 0) throw new ValidationError(parameter, 'must not be empty');
   // Lone surrogates cannot be encoded as UTF-8 and NUL cannot be stored by PostgreSQL: either
@@ -46,7 +54,7 @@ export function checkNs(value: unknown, parameter = 'options.ns'): string {
   if (!value.isWellFormed()) throw new ValidationError(parameter, 'must be well-formed Unicode (it has a lone surrogate)');
   if (value.includes('\u0000')) throw new ValidationError(parameter, 'must not contain NUL characters');
   const length = [...value].length;
-  if (length > MAX_NS_LENGTH) throw new ValidationError(parameter, `must be at most ${MAX_NS_LENGTH} characters (got ${length})`);
+  if (length > maxLength) throw new ValidationError(parameter, `must be at most ${maxLength} characters (got ${length})`);
   return value;
 }
 

@@ -26,8 +26,8 @@ export interface ElectorMetrics {
 }
 
 /** Histogram buckets: a non-empty, strictly increasing list of finite positive seconds. */
-export function checkBuckets(value: unknown, parameter = 'options.buckets'): readonly number[] {
-  if (value === undefined) return DEFAULT_ELECT_DURATION_BUCKETS;
+export function checkBuckets(value: unknown, parameter = 'options.buckets', defaults = DEFAULT_ELECT_DURATION_BUCKETS): readonly number[] {
+  if (value === undefined) return defaults;
   if (
     !Array.isArray(value) ||
     value.length === 0 ||

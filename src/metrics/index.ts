@@ -20,5 +20,5 @@ export type {
   OpenTelemetryAttributes,
 } from './opentelemetry';
 export type { ElectorMetrics } from './elector-metrics';
-export { METRIC_NAMES, TRANSITION_REASONS, TICK_OUTCOMES, DEFAULT_ELECT_DURATION_BUCKETS } from './names';
+export { METRIC_NAMES, TRANSITION_REASONS, TICK_OUTCOMES, DEFAULT_ELECT_DURATION_BUCKETS, SCHEDULE_RUN_STATES, DEFAULT_SCHEDULE_DURATION_BUCKETS } from './names';
 export type { TransitionReason } from './names';

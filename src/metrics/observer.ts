@@ -2,6 +2,7 @@ import type { DemotionReason, LeaderElector } from '../election/loop/elector';
 import type { ClockSkew, ElectorTick, TickOutcome } from '../election/loop/tick';
 import type { Lease } from '../election/loop/elector-options';
 import { ValidationError } from '../errors';
+import type { ScheduleRunEnded } from '../schedules/run-ended';
 import type { TransitionReason } from './names';
 
 /** Where the events of attached electors go: one implementation per metrics library. */
@@ -11,6 +12,22 @@ export interface MetricsSink {
   transition(ns: string, reason: TransitionReason): void;
   tick(ns: string, outcome: TickOutcome, durationSeconds: number): void;
   electError(ns: string): void;
+  /** A schedule (`ns`, `schedule`) got its first recorded slot: create its counters at 0. */
+  initializeSchedule(ns: string, schedule: string): void;
+  /** A slot's final state was recorded (the elector's `'scheduleRun'` event). */
+  scheduleRun(run: ScheduleRunEnded): void;
+}
+
+/**
+ * The last success of one schedule, kept while an elector of its namespace is attached: the last
+ * elector's detach drops it, as it drops the namespace's gauges (one entry per schedule name would
+ * otherwise be kept, and reported, for the life of the process).
+ */
+export interface ScheduleState {
+  readonly ns: string;
+  readonly schedule: string;
+  /** Unix seconds by the database's clock; undefined before a slot was done. */
+  readonly lastSuccess: number | undefined;
 }
 
 /** The gauges of one namespace at collection time, summed over this process's electors. */
@@ -45,12 +62,14 @@ function isElector(value: unknown): value is LeaderElector {
 
 /**
  * The electors a metrics object observes, through their public events only (`'elected'`,
- * `'demoted'`, `'leader'`, `'tick'`) and their synchronous `isLeader`/`term` at collection.
+ * `'demoted'`, `'leader'`, `'tick'`, `'scheduleRun'`) and their synchronous `isLeader`/`term` at collection.
  */
 export class ElectorObserver {
   readonly #sink: MetricsSink;
   readonly #attached = new Map<LeaderElector, Attachment>();
   readonly #initialized = new Set<string>();
+  /** Per namespace with an attached elector (the electors' `ns`), per schedule name: its last success. */
+  readonly #schedules = new Map<string, Map<string, ScheduleState>>();
   #closed = false;
 
   constructor(sink: MetricsSink) {
@@ -82,6 +101,7 @@ export class ElectorObserver {
       if (tick.term !== null) raise(attachment, tick.term);
       if (tick.clockSkew) attachment.clockSkew = tick.clockSkew;
     };
+    const onScheduleRun = (run: ScheduleRunEnded) => this.#scheduleRun(ns, run);
     const detach = () => {
       if (this.#attached.get(elector) !== attachment) return;
       this.#attached.delete(elector);
@@ -89,6 +109,9 @@ export class ElectorObserver {
       elector.off('demoted', onDemoted);
       elector.off('leader', onLeader);
       elector.off('tick', onTick);
+      elector.off('scheduleRun', onScheduleRun);
+      // The namespace's gauges are computed from the attached electors; its schedules go with them.
+      if (!this.#isAttached(ns)) this.#schedules.delete(ns);
     };
     const attachment: Attachment = { elector, detach, term: elector.term ?? undefined, clockSkew: undefined };
     this.#attached.set(elector, attachment);
@@ -96,6 +119,7 @@ export class ElectorObserver {
     elector.on('demoted', onDemoted);
     elector.on('leader', onLeader);
     elector.on('tick', onTick);
+    elector.on('scheduleRun', onScheduleRun);
     return detach;
   }
 
@@ -107,6 +131,34 @@ export class ElectorObserver {
   close(): void {
     this.#closed = true;
     for (const attachment of [...this.#attached.values()]) attachment.detach();
+  }
+
+  /** The schedules seen in the namespaces that have an attached elector, with their last success. */
+  collectSchedules(): ScheduleState[] {
+    return [...this.#schedules.values()].flatMap((byName) => [...byName.values()]);
+  }
+
+  #isAttached(ns: string): boolean {
+    for (const elector of this.#attached.keys()) if (elector.ns === ns) return true;
+    return false;
+  }
+
+  /** Records `run`, reported by an elector of `ns` (the entry goes when `ns` has no elector left). */
+  #scheduleRun(ns: string, run: ScheduleRunEnded): void {
+    let byName = this.#schedules.get(ns);
+    if (!byName) this.#schedules.set(ns, (byName = new Map()));
+    let state = byName.get(run.name);
+    if (!state) {
+      state = { ns: run.ns, schedule: run.name, lastSuccess: undefined };
+      byName.set(run.name, state);
+      // Adding 0 to a series that exists (the namespace was detached and attached again) keeps its total.
+      this.#sink.initializeSchedule(run.ns, run.name);
+    }
+    if (run.state === 'done') {
+      const at = run.endedAt.getTime() / 1000;
+      if (state.lastSuccess === undefined || at > state.lastSuccess) byName.set(run.name, { ...state, lastSuccess: at });
+    }
+    this.#sink.scheduleRun(run);
   }
 
   /** The gauges per namespace of the attached electors, read now. */

@@ -1,7 +1,7 @@
 import { checkOptions } from '../election/validate';
 import { ValidationError } from '../errors';
 import { checkBuckets, ElectorMetrics } from './elector-metrics';
-import { HELP, METRIC_NAMES, TRANSITION_REASONS } from './names';
+import { DEFAULT_SCHEDULE_DURATION_BUCKETS, HELP, METRIC_NAMES, SCHEDULE_RUN_STATES, TRANSITION_REASONS } from './names';
 import { ElectorObserver } from './observer';
 
 /** Attributes of a measurement: here `ns`, and `reason` or `outcome`. */
@@ -70,6 +70,8 @@ export interface OpenTelemetryMetricsOptions {
    * advice (a View configured in the SDK takes precedence). Default {@link DEFAULT_ELECT_DURATION_BUCKETS}.
    */
   readonly buckets?: readonly number[];
+  /** Bucket boundaries of `gemstone_election_schedule_duration_seconds` (advice, like `buckets`). Default {@link DEFAULT_SCHEDULE_DURATION_BUCKETS}. */
+  readonly scheduleBuckets?: readonly number[];
 }
 
 function isMeter(value: unknown): value is OpenTelemetryMeter {
@@ -93,8 +95,9 @@ function isMeter(value: unknown): value is OpenTelemetryMeter {
  */
 export function createOpenTelemetryMetrics(meter: OpenTelemetryMeter, options?: OpenTelemetryMetricsOptions): ElectorMetrics {
   if (!isMeter(meter)) throw new ValidationError('meter', 'must be an OpenTelemetry Meter (metrics.getMeter(name) of @opentelemetry/api >= 1.7)');
-  const o = checkOptions(options, ['buckets']);
+  const o = checkOptions(options, ['buckets', 'scheduleBuckets']);
   const buckets = checkBuckets(o.buckets);
+  const scheduleBuckets = checkBuckets(o.scheduleBuckets, 'options.scheduleBuckets', DEFAULT_SCHEDULE_DURATION_BUCKETS);
 
   const transitions = meter.createCounter(METRIC_NAMES.transitions, { description: HELP.transitions });
   const electErrors = meter.createCounter(METRIC_NAMES.electErrors, { description: HELP.electErrors });
@@ -107,7 +110,14 @@ export function createOpenTelemetryMetrics(meter: OpenTelemetryMeter, options?: 
   const term = meter.createObservableGauge(METRIC_NAMES.term, { description: HELP.term });
   const clockSkew = meter.createObservableGauge(METRIC_NAMES.clockSkew, { description: HELP.clockSkew, unit: 's' });
   const clockSkewError = meter.createObservableGauge(METRIC_NAMES.clockSkewError, { description: HELP.clockSkewError, unit: 's' });
-  const gauges = [isLeader, term, clockSkew, clockSkewError];
+  const scheduleRuns = meter.createCounter(METRIC_NAMES.scheduleRuns, { description: HELP.scheduleRuns });
+  const scheduleDuration = meter.createHistogram(METRIC_NAMES.scheduleDuration, {
+    description: HELP.scheduleDuration,
+    unit: 's',
+    advice: { explicitBucketBoundaries: [...scheduleBuckets] },
+  });
+  const scheduleLastSuccess = meter.createObservableGauge(METRIC_NAMES.scheduleLastSuccess, { description: HELP.scheduleLastSuccess, unit: 's' });
+  const gauges = [isLeader, term, clockSkew, clockSkewError, scheduleLastSuccess];
 
   const observer = new ElectorObserver({
     initialize(ns) {
@@ -117,6 +127,13 @@ export function createOpenTelemetryMetrics(meter: OpenTelemetryMeter, options?: 
     transition: (ns, reason) => transitions.add(1, { ns, reason }),
     tick: (ns, outcome, seconds) => electDuration.record(seconds, { ns, outcome }),
     electError: (ns) => electErrors.add(1, { ns }),
+    initializeSchedule(ns, schedule) {
+      for (const state of SCHEDULE_RUN_STATES) scheduleRuns.add(0, { ns, schedule, state });
+    },
+    scheduleRun({ ns, name: schedule, state, durationSeconds }) {
+      scheduleRuns.add(1, { ns, schedule, state });
+      if (durationSeconds !== null) scheduleDuration.record(durationSeconds, { ns, schedule, state });
+    },
   });
   /**
    * Namespaces whose `is_leader` was observed. An SDK collecting with cumulative temporality (the
@@ -139,6 +156,9 @@ export function createOpenTelemetryMetrics(meter: OpenTelemetryMeter, options?: 
         result.observe(clockSkew, state.clockSkew.seconds, attributes);
         result.observe(clockSkewError, state.clockSkew.errorSeconds, attributes);
       }
+    }
+    for (const s of observer.collectSchedules()) {
+      if (s.lastSuccess !== undefined) result.observe(scheduleLastSuccess, s.lastSuccess, { ns: s.ns, schedule: s.schedule });
     }
   };
   meter.addBatchObservableCallback(observe, gauges);

@@ -2,7 +2,7 @@ import type { LeaderElector } from '../election/loop/elector';
 import { checkOptions } from '../election/validate';
 import { GemstoneError, ValidationError } from '../errors';
 import { checkBuckets, ElectorMetrics } from './elector-metrics';
-import { HELP, METRIC_NAMES, TRANSITION_REASONS } from './names';
+import { DEFAULT_SCHEDULE_DURATION_BUCKETS, HELP, METRIC_NAMES, SCHEDULE_RUN_STATES, TRANSITION_REASONS } from './names';
 import { ElectorObserver } from './observer';
 
 /**
@@ -24,6 +24,8 @@ export interface PrometheusMetricsOptions {
   readonly registry?: PrometheusRegistry;
   /** Buckets of `gemstone_election_elect_duration_seconds`. Default {@link DEFAULT_ELECT_DURATION_BUCKETS}. */
   readonly buckets?: readonly number[];
+  /** Buckets of `gemstone_election_schedule_duration_seconds`. Default {@link DEFAULT_SCHEDULE_DURATION_BUCKETS}. */
+  readonly scheduleBuckets?: readonly number[];
 }
 
 type PromClient = typeof import('prom-client');
@@ -59,9 +61,10 @@ function isRegistry(value: unknown): value is PrometheusRegistry {
  * {@link instrumentElector}, which shares one per registry).
  */
 export function createPrometheusMetrics(options?: PrometheusMetricsOptions): ElectorMetrics {
-  const o = checkOptions(options, ['registry', 'buckets']);
+  const o = checkOptions(options, ['registry', 'buckets', 'scheduleBuckets']);
   if (o.registry !== undefined && !isRegistry(o.registry)) throw new ValidationError('options.registry', 'must be a prom-client Registry');
   const buckets = checkBuckets(o.buckets);
+  const scheduleBuckets = checkBuckets(o.scheduleBuckets, 'options.scheduleBuckets', DEFAULT_SCHEDULE_DURATION_BUCKETS);
   const client = promClient();
   const registry = (o.registry as PrometheusRegistry | undefined) ?? (client.register as PrometheusRegistry);
   const taken = Object.values(METRIC_NAMES).filter((name) => registry.getSingleMetric(name) !== undefined);
@@ -83,6 +86,31 @@ export function createPrometheusMetrics(options?: PrometheusMetricsOptions): Ele
     labelNames: ['ns', 'outcome'],
     buckets: [...buckets],
     registers,
+  });
+  const scheduleRuns = new client.Counter({
+    name: METRIC_NAMES.scheduleRuns,
+    help: HELP.scheduleRuns,
+    labelNames: ['ns', 'schedule', 'state'],
+    registers,
+  });
+  const scheduleDuration = new client.Histogram({
+    name: METRIC_NAMES.scheduleDuration,
+    help: HELP.scheduleDuration,
+    labelNames: ['ns', 'schedule', 'state'],
+    buckets: [...scheduleBuckets],
+    registers,
+  });
+  new client.Gauge({
+    name: METRIC_NAMES.scheduleLastSuccess,
+    help: HELP.scheduleLastSuccess,
+    labelNames: ['ns', 'schedule'],
+    registers,
+    // In cluster mode the newest success of any process is the schedule's.
+    aggregator: 'max',
+    collect() {
+      this.reset();
+      for (const s of observer.collectSchedules()) if (s.lastSuccess !== undefined) this.set({ ns: s.ns, schedule: s.schedule }, s.lastSuccess);
+    },
   });
   // Gauges are computed at scrape time from the attached electors (a namespace with no elector left
   // has no series). `aggregator` tells prom-client's AggregatorRegistry (cluster mode) how to merge
@@ -120,6 +148,13 @@ export function createPrometheusMetrics(options?: PrometheusMetricsOptions): Ele
     transition: (ns, reason) => transitions.inc({ ns, reason }),
     tick: (ns, outcome, seconds) => electDuration.observe({ ns, outcome }, seconds),
     electError: (ns) => electErrors.inc({ ns }),
+    initializeSchedule(ns, schedule) {
+      for (const state of SCHEDULE_RUN_STATES) scheduleRuns.inc({ ns, schedule, state }, 0);
+    },
+    scheduleRun({ ns, name: schedule, state, durationSeconds }) {
+      scheduleRuns.inc({ ns, schedule, state });
+      if (durationSeconds !== null) scheduleDuration.observe({ ns, schedule, state }, durationSeconds);
+    },
   });
 
   const metrics: ElectorMetrics = {

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit, Optional } f
 import { HttpAdapterHost } from '@nestjs/core';
 import type { DataSource } from 'typeorm';
 import { createDashboard, type Dashboard } from '../dashboard/handler';
+import { LeaderElector } from '../election/loop/elector';
 import { ValidationError } from '../errors';
 import { DEFAULT_DASHBOARD_PATH, ELECTION_DATA_SOURCE, ELECTION_MODULE_OPTIONS, type ElectionDashboardOptions, type ElectionModuleOptions } from './options';
 
@@ -25,7 +26,8 @@ export function checkDashboardOption(value: unknown): (ElectionDashboardOptions 
 /**
  * Mounts the dashboard on the application's HTTP server (the adapter's `use(path, handler)`:
  * Express, or Fastify through the middleware support Nest's adapter registers) when the module's
- * `dashboard` option asks for it, and closes it — its live streams end — before the DataSource
+ * `dashboard` option asks for it — with the module's elector among its `electors`, so that the
+ * `@LeaderCron` schedules show their next slot — and closes it — its live streams end — before the DataSource
  * closes and before the HTTP server waits for its connections.
  */
 @Injectable()
@@ -36,6 +38,7 @@ export class ElectionDashboardMount implements OnModuleInit, OnModuleDestroy {
   constructor(
     @Inject(ELECTION_MODULE_OPTIONS) private readonly options: ElectionModuleOptions,
     @Inject(ELECTION_DATA_SOURCE) private readonly dataSource: DataSource,
+    private readonly elector: LeaderElector,
     @Optional() private readonly adapterHost?: HttpAdapterHost,
   ) {}
 
@@ -48,7 +51,10 @@ export class ElectionDashboardMount implements OnModuleInit, OnModuleDestroy {
       return;
     }
     const { path, ...dashboardOptions } = config;
-    this.#dashboard = createDashboard({ ...dashboardOptions, dataSource: this.dataSource });
+    // Anything but an array goes on as given: createDashboard refuses it naming the option.
+    const extra = dashboardOptions.electors;
+    const electors = Array.isArray(extra) ? [this.elector, ...extra] : (extra ?? [this.elector]);
+    this.#dashboard = createDashboard({ ...dashboardOptions, electors, dataSource: this.dataSource });
     adapter.use(path, this.#dashboard);
     this.#logger.log(`dashboard mounted at ${path === '/' ? '' : path}/${config.authorize ? '' : ' (no authorize hook: anyone who reaches the application sees it)'}`);
   }

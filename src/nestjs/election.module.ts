@@ -1,4 +1,5 @@
 import { DynamicModule, Logger, Module, Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { initDb } from '../db/init-db';
@@ -9,6 +10,7 @@ import type { ElectorLogger } from '../election/loop/elector-options';
 import { ElectionHealthIndicator } from './health.indicator';
 import { ElectorLifecycle } from './elector-lifecycle';
 import { checkDashboardOption, ElectionDashboardMount } from './dashboard';
+import { LeaderCronRegistrar } from './leader-cron.registrar';
 import { logLeadership } from './leadership-log';
 import {
   BINDING_KEYS,
@@ -108,6 +110,7 @@ function coreProviders(connectionName: string): Provider[] {
     ElectorLifecycle,
     ElectionHealthIndicator,
     ElectionDashboardMount,
+    LeaderCronRegistrar,
   ];
 }
 
@@ -119,7 +122,8 @@ const EXPORTS = [ElectionService, LeaderElector, ElectionHealthIndicator, ELECTI
  * (`app.close()`, or a signal with `app.enableShutdownHooks()`), and `ElectionHealthIndicator`.
  * Registers the election entities with `TypeOrmModule.forFeature`, so connections with
  * `autoLoadEntities: true` get them; others list `...GemstoneDB.entities`. Runs `initDb` on the
- * DataSource before any application hook can use it. One per application.
+ * DataSource before any application hook can use it. Runs the application's `@LeaderCron`
+ * methods as schedules of its elector. One per application.
  */
 @Module({})
 export class ElectionModule {
@@ -148,7 +152,7 @@ export class ElectionModule {
     return {
       module: ElectionModule,
       global: isGlobal,
-      imports: [TypeOrmModule.forFeature([...GemstoneDB.entities] as Parameters<typeof TypeOrmModule.forFeature>[0], connectionName), ...imports],
+      imports: [DiscoveryModule, TypeOrmModule.forFeature([...GemstoneDB.entities] as Parameters<typeof TypeOrmModule.forFeature>[0], connectionName), ...imports],
       providers: [optionsProvider, ...coreProviders(connectionName)],
       exports: EXPORTS,
     };

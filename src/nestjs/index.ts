@@ -1,7 +1,7 @@
 /**
  * `gemstone-utils/nestjs` — leader election in a NestJS application: `ElectionModule` on the
- * application's `@nestjs/typeorm` DataSource, the `@LeaderOnly()` method decorator for scheduled
- * jobs, and a `@nestjs/terminus` health indicator. Needs `@nestjs/common`, `@nestjs/core` and
+ * application's `@nestjs/typeorm` DataSource, the `@LeaderCron()` method decorator for schedules
+ * that run each slot once, the `@LeaderOnly()` method decorator for `@nestjs/schedule` jobs, and a `@nestjs/terminus` health indicator. Needs `@nestjs/common`, `@nestjs/core` and
  * `@nestjs/typeorm`; `@nestjs/terminus` only for the health indicator. Importing it registers the
  * election tables on `GemstoneDB`, as `gemstone-utils` does.
  * @packageDocumentation
@@ -12,6 +12,8 @@ import '../databases';
 import 'reflect-metadata';
 export { ElectionModule } from './election.module';
 export { LeaderOnly, LeaderOnlyWithoutElectorError } from './leader-only.decorator';
+export { LeaderCron } from './leader-cron.decorator';
+export type { LeaderCronOptions, LeaderCronSlots } from './leader-cron.decorator';
 export { ElectionHealthIndicator, DEFAULT_HEALTH_KEY } from './health.indicator';
 export type { ElectionHealthDetails, ElectionHealthResult } from './health.indicator';
 export {
@@ -31,3 +33,4 @@ export type {
 } from './options';
 export { ElectionService, LeaderElector, GemstoneDB } from '../index';
 export type { Lease } from '../election/loop/elector-options';
+export type { ScheduledRun, ScheduleOptions } from '../index';

@@ -4,6 +4,7 @@ import { clock, dateTime, duration, shortId, valueText, whereabouts } from './fo
 import { badges, leaseMeter } from './health.js';
 import type { View } from './overview.js';
 import { NamespaceRoute, navigate, type Route, WINDOWS } from './router.js';
+import { SchedulesCard } from './schedules.js';
 import { showLiveState, showProblem } from './status.js';
 import { axis, lane, legend, segments } from './timeline.js';
 import type { CandidateView, LeaderEvent, Metadata, NamespaceDetail, Timeline } from './types.js';
@@ -42,6 +43,7 @@ export function showNamespace(root: HTMLElement, initial: NamespaceRoute): View 
   const candidatesBox = h('section', { class: 'card' });
   const timelineBox = h('div', { class: 'timeline single', data: { view: 'namespace-timeline' } });
   const termsBox = h('div', { class: 'terms' });
+  const schedules = new SchedulesCard(route.ns);
 
   fill(
     root,
@@ -49,6 +51,7 @@ export function showNamespace(root: HTMLElement, initial: NamespaceRoute): View 
     leaderCard,
     candidatesBox,
     h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Timeline'), windowSelect), timelineBox, legend(), termsBox),
+    schedules.element,
   );
 
   const since = (at: number) => performance.now() - at;
@@ -196,6 +199,7 @@ export function showNamespace(root: HTMLElement, initial: NamespaceRoute): View 
       showProblem(null);
       renderLeader();
       renderCandidates();
+      renderTimeline(); // the lane and the terms end the open term by the leader row
     } catch (error) {
       if (ticket === reads) showProblem((error as Error).message);
     } finally {
@@ -223,6 +227,7 @@ export function showNamespace(root: HTMLElement, initial: NamespaceRoute): View 
     // The leader shows at once; lease, candidates and timeline follow from fresh reads.
     renderLeader();
     void readDetail().then(() => readTimeline());
+    void schedules.read(); // a new leader looks back at its schedules' runs
   };
 
   const stream = new LiveStream('api/namespace/events', { ns: route.ns }, { leader: (data) => onLeader(data as LeaderEvent) }, showLiveState);
@@ -260,6 +265,7 @@ export function showNamespace(root: HTMLElement, initial: NamespaceRoute): View 
     },
     dispose(): void {
       stream.close();
+      schedules.dispose();
       window.clearInterval(ticker);
       window.clearInterval(detailTimer);
       window.clearInterval(timelineTimer);

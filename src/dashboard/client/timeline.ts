@@ -29,8 +29,9 @@ interface Segment {
 
 /**
  * A namespace's terms and the vacancies between them, oldest first, up to `now`. An open term is
- * the current one while the leader row's lease is live; when that lease ran out and no taker has
- * closed the term yet, it ends at the lease's end, as `expired`.
+ * the current one while the leader row's lease is live, and while the row as last read is of an
+ * older term; when that lease ran out and no taker has closed the term yet, it ends at the lease's
+ * end, as `expired`.
  */
 export function segments(terms: readonly TermView[], state: LaneState | null, now: number): Segment[] {
   const ordered = [...terms].filter((t) => t.acquiredAt !== null).sort((a, b) => a.term - b.term);
@@ -49,6 +50,12 @@ export function segments(terms: readonly TermView[], state: LaneState | null, no
     } else if (state && state.term === t.term && state.leaseExpiresAt !== null) {
       to = Math.min(now, state.leaseExpiresAt);
       kind = 'expired';
+    } else if (!next && state && state.term !== null && t.term > state.term) {
+      // The newest open term is newer than the leader row as last read: the history and the row
+      // are two reads, and the row's is older (a hand-over between them). Nothing says this term
+      // ended: it is the current one until a read of the row says otherwise.
+      to = now;
+      kind = 'current';
     } else {
       to = next?.acquiredAt ?? now;
       kind = 'expired';

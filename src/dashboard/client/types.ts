@@ -80,3 +80,25 @@ export interface LeaderEvent {
   at: number;
 }
 
+
+/** A recorded run of a schedule (`/api/namespace/schedules`); instants are epoch ms by the database clock. */
+export interface RunView {
+  slot: number | null;
+  state: string;
+  attempt: number;
+  term: number;
+  candidateId: string;
+  startedAt: number | null;
+  finishedAt: number | null;
+  error: string | null;
+}
+
+export interface NamespaceSchedules {
+  ns: string;
+  /** False when the application's DataSource or database is not set up for schedules; `reason` says what to do. */
+  enabled: boolean;
+  reason: string | null;
+  /** `hosted`: a loop given to the dashboard runs it, and `nextSlot` (epoch ms, null: no further slot) comes from it. */
+  schedules: { name: string; hosted: boolean; nextSlot: number | null; runs: RunView[] }[];
+  truncated: boolean;
+}

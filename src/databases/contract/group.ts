@@ -17,7 +17,7 @@ export interface GroupParts {
    * Whether the tick honours {@link GroupElectInput.lockWaitMs}: it waits, bounded, for the row
    * locks of the leases it holds, and when such a wait runs out (or meets a deadlock) the group
    * store runs the tick again at once without waiting for any row. Without row locks the whole
-   * tick waits for the database's write lock instead (its `waitMs`) and is never rerun.
+   * tick waits for the database's write lock instead and is never rerun.
    */
   readonly boundedLockWaits: boolean;
   /** A lock wait of the tick that ran out (only asked where {@link boundedLockWaits}). */
@@ -36,17 +36,18 @@ export interface GroupStatements {
   /**
    * One tick for every namespace of `input` (non-empty, or a non-empty `release`), in one
    * transaction. `known`: the namespaces whose leader row the group has seen (a database that
-   * creates the missing rows first skips those); `waitMs`: how long a database-wide write lock
-   * is waited for; `retries`: the transaction's conflict retries (undefined: the default).
+   * creates the missing rows first skips those, and adds the rows it created); `retries`: the
+   * transaction's conflict retries (undefined: the default). A database-wide write lock (SQLite)
+   * is waited for as long as the DataSource's library calls wait for it.
    */
-  elect(input: GroupElectInput, known: Set<string>, waitMs: number | undefined, retries?: GroupTickRetries): Promise<GroupElectOutcome>;
+  elect(input: GroupElectInput, known: Set<string>, retries?: GroupTickRetries): Promise<GroupElectOutcome>;
   /**
    * Vacates every lease of `namespaces` (non-empty, sorted by `compareNs`) the caller `me` holds
    * (a lapsed one naming it too), closing each term with `reason` (`expired` at its lease's end if
    * it had lapsed); with `unregister` also deletes its candidate rows. One transaction. Returns
    * the namespaces whose unexpired lease was vacated.
    */
-  vacate(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean, waitMs: number | undefined): Promise<string[]>;
+  vacate(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean): Promise<string[]>;
   /** Runs one read-only statement outside any transaction (the clock of a group without namespaces). */
-  read(statement: SqlFragment, waitMs: number | undefined): Promise<Record<string, unknown>[]>;
+  read(statement: SqlFragment): Promise<Record<string, unknown>[]>;
 }

@@ -10,6 +10,8 @@ export interface PruneBatch {
   /** The cutoff instant, from {@link PruneParts.cutoff}. */
   readonly before: SqlFragment;
   readonly limit: RawSql;
+  /** A further condition every deleted row meets, appended as it is (` AND …`), or nothing. */
+  readonly also?: SqlFragment;
 }
 
 /** How one database deletes expired candidate rows and ended terms (see `election/prune.ts`). */

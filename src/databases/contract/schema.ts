@@ -32,6 +32,8 @@ export interface SchemaParts {
   readonly alterOneColumnAtATime: boolean;
   /** Step 2's history table and its index (`CREATE … IF NOT EXISTS`). */
   historyStatements(names: TableNames, flavor?: MysqlFlavor): SqlFragment[];
+  /** Step 3's runs table of schedules and its index (`CREATE … IF NOT EXISTS`). */
+  runStatements(names: TableNames, flavor?: MysqlFlavor): SqlFragment[];
   /** A statement listing the candidate table's columns, one row per column in column `name`. */
   candidateColumns(context: DbContext): SqlFragment;
   /** Whether every table and index of every step exists (the columns are checked apart). */

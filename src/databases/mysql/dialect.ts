@@ -12,6 +12,8 @@ export const mysqlDialect: Dialect = {
   // Plain arithmetic on DATETIME: no time zone conversion anywhere (UNIX_TIMESTAMP would apply one).
   instant: (column) => raw(`TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${column})`),
   parseInstant: (value) => (value === null || value === undefined ? null : toDate(Number(value) / 1000)),
+  // The inverse of `instant`: integer arithmetic on a DATETIME(6), no time zone anywhere.
+  instantOf: (epochMs) => sql`TIMESTAMPADD(MICROSECOND, CAST(${epochMs} AS SIGNED) * 1000, CAST('1970-01-01 00:00:00' AS DATETIME(6)))`,
   // Updating the key to itself is a no-op that, unlike INSERT IGNORE, hides no other error.
   insertIfAbsent: (keys) => raw(`ON DUPLICATE KEY UPDATE ${keys[0]} = ${keys[0]}`),
   upsert: (_keys, columns) => raw(`ON DUPLICATE KEY UPDATE ${columns.map((c) => `${c} = VALUES(${c})`).join(', ')}`),

@@ -313,7 +313,7 @@ WHERE h.ns IN ${list(names)} AND h.ended_at IS NULL AND l.leader_id = ${me}`,
   }
 
   return {
-    elect: (input, known, _waitMs, retries) => inTransaction(dataSource, undefined, (m) => electMysql(m, input, known), retries),
+    elect: (input, known, retries) => inTransaction(dataSource, undefined, (m) => electMysql(m, input, known), retries),
     vacate: (namespaces, me, reason, unregister) => inTransaction(dataSource, undefined, (m) => vacateMysql(m, namespaces, me, reason, unregister)),
     read: (statement) => execute(context, dataSource.manager, statement),
   };

@@ -4,7 +4,7 @@ import { execute } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { DDL_LOCK_TIMEOUT_MS, withDdlLockRetries } from '../../election/ddl-lock';
 import { identityColumnsMissing, identityStatementsOf, mysqlFlavor } from '../../election/schema';
-import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, TableNames } from '../../election/tables';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, RUN_TABLE, runIndexName, runNsIndexName, TableNames } from '../../election/tables';
 import { driverError } from '../dialect';
 import type { MysqlFlavor, SchemaParts } from '../contract/schema';
 import { mysqlDdl } from './ddl';
@@ -89,16 +89,42 @@ export const mysqlSchema: SchemaParts = {
     ];
   },
 
+  /** Binary no-pad collations on both keys' strings, as for the namespace: `Nightly` and `nightly ` are two schedules. */
+  runStatements(names: TableNames, flavor: MysqlFlavor = 'mariadb'): SqlFragment[] {
+    const runs = names.table(RUN_TABLE);
+    const index = named(runIndexName(names));
+    const nsIndex = named(runNsIndexName(names));
+    const text = (length: number) => raw(`varchar(${length}) CHARACTER SET utf8mb4 COLLATE ${NS_COLLATION[flavor]} NOT NULL`);
+    const ascii = raw('CHARACTER SET ascii COLLATE ascii_bin');
+    return [
+      sql`CREATE TABLE IF NOT EXISTS ${runs} (
+  ns ${text(255)},
+  name ${text(100)},
+  slot datetime(6) NOT NULL,
+  state varchar(16) ${ascii} NOT NULL,
+  attempt int NOT NULL,
+  term bigint NOT NULL,
+  candidate_id varchar(36) ${ascii} NOT NULL,
+  started_at datetime(6) NULL,
+  finished_at datetime(6) NULL,
+  error text CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+  PRIMARY KEY (ns, name, slot),
+  KEY ${index} (slot DESC, ns, name, finished_at),
+  KEY ${nsIndex} (ns, slot DESC, name)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+    ];
+  },
+
   candidateColumns(context: DbContext): SqlFragment {
     return sql`SELECT column_name AS name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ${context.tableName(CANDIDATE_TABLE)}`;
   },
 
   async relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
-    const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE].map((name) => context.tableName(name));
+    const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, RUN_TABLE].map((name) => context.tableName(name));
     const rows = await execute(
       context,
       manager,
-      sql`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (${names[0]}, ${names[1]}, ${names[2]})`,
+      sql`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (${names[0]}, ${names[1]}, ${names[2]}, ${names[3]})`,
     );
     return Number(rows[0]?.n) === names.length && (await mysqlIndexPresent(context, manager));
   },
@@ -140,6 +166,8 @@ async function installMysql(dataSource: DataSource, context: DbContext): Promise
           });
         }
       });
+      // Step 3: a new table only, no lock on the election's tables.
+      for (const statement of mysqlSchema.runStatements(context, flavor)) await execute(context, m, statement);
     } finally {
       await execute(context, m, sql`SET SESSION lock_wait_timeout = CAST(${Number(saved?.t)} AS UNSIGNED)`);
     }

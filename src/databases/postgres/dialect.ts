@@ -10,6 +10,8 @@ export const postgresDialect: Dialect = {
   nowPlus: (seconds) => sql`(clock_timestamp() + make_interval(secs => ${seconds}))`,
   instant: (column) => raw(`CAST(EXTRACT(EPOCH FROM ${column}) * 1000 AS double precision)`),
   parseInstant: (value) => (value === null || value === undefined ? null : toDate(Number(value))),
+  // to_timestamp rounds to whole microseconds, so the division's binary error never shows.
+  instantOf: (epochMs) => sql`to_timestamp(CAST(${epochMs} AS double precision) / 1000)`,
   insertIfAbsent: (keys) => raw(`ON CONFLICT (${keys.join(', ')}) DO NOTHING`),
   upsert: (keys, columns) =>
     raw(`ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${columns.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`),

@@ -343,7 +343,7 @@ ON CONFLICT (ns) DO NOTHING`,
   return {
     // One statement once every row exists; a tick with namespaces not seen yet creates their rows
     // first, in the same transaction (see createRows).
-    elect: async (input, known, _waitMs, retries) => {
+    elect: async (input, known, retries) => {
       const fresh = input.namespaces.filter((ns) => !known.has(ns));
       // The one-statement path needs what a DataSource's connections are (learnt once, by one
       // statement of its own): learnt on this tick, which sends more than one statement anyway,

@@ -5,8 +5,8 @@ import { contextOf } from '../../db/context';
 import { outsideRuns } from '../../db/run-guard';
 import { execute } from '../../db/session';
 import { raw, sql } from '../../db/sql';
-import { LoopRun } from '../../election/loop/loop-run';
-import { settlesWithin } from '../../election/loop/loop-support';
+import { LoopRun } from '../../db/loop-run';
+import { settlesWithin } from '../../db/timers';
 import { LEADER_TABLE } from '../../election/schema';
 import {
   DEFAULT_LISTEN_CONNECT_TIMEOUT_MS,

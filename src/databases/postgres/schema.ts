@@ -4,7 +4,7 @@ import { execute } from '../../db/session';
 import { sql, SqlFragment } from '../../db/sql';
 import { DDL_LOCK_TIMEOUT_MS } from '../../election/ddl-lock';
 import { installInOneTransaction } from '../../election/schema';
-import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, TableNames } from '../../election/tables';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, RUN_TABLE, runIndexName, runNsIndexName, TableNames } from '../../election/tables';
 import type { SchemaParts } from '../contract/schema';
 
 /** A constraint or index name, quoted for this database. */
@@ -66,6 +66,30 @@ export const postgresSchema: SchemaParts = {
     ];
   },
 
+  runStatements(names: TableNames): SqlFragment[] {
+    const runs = names.table(RUN_TABLE);
+    const runPk = named(objectName('PK', names.tableName(RUN_TABLE)));
+    const index = named(runIndexName(names));
+    const nsIndex = named(runNsIndexName(names));
+    return [
+      sql`CREATE TABLE IF NOT EXISTS ${runs} (
+  ns varchar(255) NOT NULL,
+  name varchar(100) NOT NULL,
+  slot timestamptz NOT NULL,
+  state varchar(16) NOT NULL,
+  attempt integer NOT NULL,
+  term bigint NOT NULL,
+  candidate_id varchar(36) NOT NULL,
+  started_at timestamptz NULL,
+  finished_at timestamptz NULL,
+  error text NULL,
+  CONSTRAINT ${runPk} PRIMARY KEY (ns, name, slot)
+)`,
+      sql`CREATE INDEX IF NOT EXISTS ${index} ON ${runs} (slot DESC, ns, name, finished_at)`,
+      sql`CREATE INDEX IF NOT EXISTS ${nsIndex} ON ${runs} (ns, slot DESC, name)`,
+    ];
+  },
+
   /** pg_attribute, not information_schema: the latter hides columns the role has no rights on. */
   candidateColumns(context: DbContext): SqlFragment {
     return sql`SELECT attname AS name FROM pg_attribute WHERE attrelid = to_regclass(${context.table(CANDIDATE_TABLE).text}) AND attnum > 0 AND NOT attisdropped`;
@@ -75,11 +99,15 @@ export const postgresSchema: SchemaParts = {
     const [candidate, leader, history] = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE].map((name) => context.table(name).text);
     const index = context.qualified(CANDIDATE_TABLE, candidateIndexName(context)).text;
     const historyIndex = context.qualified(HISTORY_TABLE, historyIndexName(context)).text;
+    const runs = context.table(RUN_TABLE).text;
+    const runIndex = context.qualified(RUN_TABLE, runIndexName(context)).text;
+    const runNsIndex = context.qualified(RUN_TABLE, runNsIndexName(context)).text;
     const rows = await execute(
       context,
       manager,
       sql`SELECT (to_regclass(${candidate}) IS NOT NULL AND to_regclass(${leader}) IS NOT NULL AND to_regclass(${index}) IS NOT NULL
-  AND to_regclass(${history}) IS NOT NULL AND to_regclass(${historyIndex}) IS NOT NULL) AS present`,
+  AND to_regclass(${history}) IS NOT NULL AND to_regclass(${historyIndex}) IS NOT NULL
+  AND to_regclass(${runs}) IS NOT NULL AND to_regclass(${runIndex}) IS NOT NULL AND to_regclass(${runNsIndex}) IS NOT NULL) AS present`,
     );
     return rows[0]?.present === true;
   },

@@ -17,6 +17,9 @@ export const sqliteDialect: Dialect = {
     const text = String(value);
     return new Date(/Z|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
   },
+  // The text `now` writes ('YYYY-MM-DD HH:MM:SS.SSS', UTC), made from the ISO form: exact, and
+  // equal text for an equal instant (a key compares as text here).
+  instantOf: (epochMs) => sql`${new Date(epochMs).toISOString().slice(0, 23).replace('T', ' ')}`,
   insertIfAbsent: (keys) => raw(`ON CONFLICT (${keys.join(', ')}) DO NOTHING`),
   upsert: (keys, columns) =>
     raw(`ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${columns.map((c) => `${c} = excluded.${c}`).join(', ')}`),

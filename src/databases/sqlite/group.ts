@@ -40,14 +40,14 @@ function sqliteGroupStatements(context: DbContext): GroupStatements {
    * another connection's lock briefly waited for, as the single elect does), on sqlite3 as one
    * `exec` by `runProgram`.
    */
-  function runGroupProgram(key: string, statements: readonly SqlFragment[], waitMs: number | undefined): Promise<Record<string, unknown>[][]> {
+  function runGroupProgram(key: string, statements: readonly SqlFragment[]): Promise<Record<string, unknown>[][]> {
     if (isBetterSqlite(dataSource)) {
-      return runSyncStep(dataSource, (step) => statements.map((statement, i) => step.run(`${key}:${i}`, statement)), { transaction: true, waitMs });
+      return runSyncStep(dataSource, (step) => statements.map((statement, i) => step.run(`${key}:${i}`, statement)), { transaction: true });
     }
-    return runProgram(dataSource, statements, { transaction: true, waitMs });
+    return runProgram(dataSource, statements, { transaction: true });
   }
 
-  async function electSqlite(input: GroupElectInput, waitMs: number | undefined): Promise<GroupElectOutcome> {
+  async function electSqlite(input: GroupElectInput): Promise<GroupElectOutcome> {
     const me = input.candidateId;
     const nsJson = JSON.stringify(input.namespaces);
     const inNs = inInput(nsJson);
@@ -141,7 +141,7 @@ ${d.insertIfAbsent(['ns', 'candidate_id'])}`,
   ${d.now} AS db_now`,
     ];
     const variant = `${input.balance ? 'b' : ''}${input.metadataJson === undefined ? '' : 'm'}`;
-    const results = await runGroupProgram(`group:elect:${variant}`, statements, waitMs);
+    const results = await runGroupProgram(`group:elect:${variant}`, statements);
     const held = JSON.parse(String(results[0]?.[0]?.held ?? '{}')) as Record<string, number>;
     const last = results[statements.length - 1]?.[0] ?? {};
     const unregistered = Number(last.unregistered ?? 0);
@@ -168,7 +168,7 @@ ${d.insertIfAbsent(['ns', 'candidate_id'])}`,
     return { outcomes, members: memberIds, unregistered, databaseNow };
   }
 
-  async function vacateSqlite(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean, waitMs: number | undefined): Promise<string[]> {
+  async function vacateSqlite(namespaces: readonly string[], me: string, reason: VacateReason, unregister: boolean): Promise<string[]> {
     const inNs = inInput(JSON.stringify(namespaces));
     const statements = [
       sql`SELECT ns FROM ${leaders} WHERE ns ${inNs} AND leader_id = ${me} AND lease_expires_at > ${nowOnce}`,
@@ -179,13 +179,13 @@ WHERE ended_at IS NULL AND (ns, term) IN (SELECT l.ns, l.term FROM ${leaders} l 
       sql`UPDATE ${leaders} SET leader_id = NULL, lease_expires_at = NULL, updated_at = ${nowOnce} WHERE ns ${inNs} AND leader_id = ${me}`,
       ...(unregister ? [sql`DELETE FROM ${candidates} WHERE ns ${inNs} AND candidate_id = ${me}`] : []),
     ];
-    const results = await runGroupProgram(`group:vacate:${unregister ? 'u' : ''}`, statements, waitMs);
+    const results = await runGroupProgram(`group:vacate:${unregister ? 'u' : ''}`, statements);
     return (results[0] ?? []).map((r) => String(r.ns));
   }
 
   return {
-    elect: (input, _known, waitMs) => electSqlite(input, waitMs),
+    elect: (input) => electSqlite(input),
     vacate: vacateSqlite,
-    read: async (statement, waitMs) => (await runProgram(dataSource, [statement], { transaction: false, waitMs }))[0] ?? [],
+    read: async (statement) => (await runProgram(dataSource, [statement], { transaction: false }))[0] ?? [],
   };
 }

@@ -12,6 +12,7 @@ import { sqliteSchema } from './schema';
 import { SQLITE_TYPES, sqliteSetup } from './setup';
 import { sqliteElect } from './elect';
 import { sqlitePrograms } from './programs';
+import { sqliteRunPrograms } from './run-programs';
 
 registerDialect(SQLITE_TYPES, sqliteDialect);
 registerParts(sqliteDialect, {
@@ -25,5 +26,6 @@ registerParts(sqliteDialect, {
   session: sqliteSession,
   elect: sqliteElect,
   programs: sqlitePrograms,
+  runPrograms: sqliteRunPrograms,
 });
 registerTarget(sqliteTarget);

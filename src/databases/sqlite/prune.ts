@@ -8,9 +8,9 @@ import { runProgram } from './run-program';
 export const sqlitePrune: PruneParts = {
   cutoff: (retention) => sql`strftime('%Y-%m-%d %H:%M:%f', 'now', ${`-${retention.toFixed(3)} seconds`})`,
   /** The count is `changes()`, read in the same transaction right after the DELETE. */
-  async deleteBatch(dataSource, session, { table, column, before, limit }) {
+  async deleteBatch(dataSource, session, { table, column, before, limit, also = sql`` }) {
     const context = contextOf(dataSource);
-    const remove = sql`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${column} < ${before} LIMIT ${limit})`;
+    const remove = sql`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${column} < ${before}${also} LIMIT ${limit})`;
     const count = sql`SELECT changes() AS n`;
     const runner = runnerOf(session);
     if (runner?.isTransactionActive) {

@@ -3,7 +3,7 @@ import type { DbContext } from '../../db/context';
 import { execute } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { installInOneTransaction } from '../../election/schema';
-import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, TableNames } from '../../election/tables';
+import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, RUN_TABLE, runIndexName, runNsIndexName, TableNames } from '../../election/tables';
 import type { SchemaParts } from '../contract/schema';
 
 /**
@@ -67,19 +67,43 @@ export const sqliteSchema: SchemaParts = {
     ];
   },
 
+  runStatements(names: TableNames): SqlFragment[] {
+    const runs = names.table(RUN_TABLE);
+    const runPk = named(objectName('PK', names.tableName(RUN_TABLE)));
+    const index = named(runIndexName(names));
+    const nsIndex = named(runNsIndexName(names));
+    return [
+      sql`CREATE TABLE IF NOT EXISTS ${runs} (
+  ns varchar(255) NOT NULL,
+  name varchar(100) NOT NULL,
+  slot datetime NOT NULL,
+  state varchar(16) NOT NULL,
+  attempt integer NOT NULL,
+  term bigint NOT NULL,
+  candidate_id varchar(36) NOT NULL,
+  started_at datetime NULL,
+  finished_at datetime NULL,
+  error text NULL,
+  CONSTRAINT ${runPk} PRIMARY KEY (ns, name, slot)
+)`,
+      sql`CREATE INDEX IF NOT EXISTS ${index} ON ${runs} (slot DESC, ns, name, finished_at)`,
+      sql`CREATE INDEX IF NOT EXISTS ${nsIndex} ON ${runs} (ns, slot DESC, name)`,
+    ];
+  },
+
   candidateColumns(context: DbContext): SqlFragment {
     return sql`SELECT name FROM pragma_table_info(${context.tableName(CANDIDATE_TABLE)})`;
   },
 
   async relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
-    const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE].map((name) => context.tableName(name));
+    const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, RUN_TABLE].map((name) => context.tableName(name));
     const rows = await execute(
       context,
       manager,
-      sql`SELECT COUNT(*) AS n FROM sqlite_master WHERE (type = 'table' AND name IN (${names[0]}, ${names[1]}, ${names[2]}))
-  OR (type = 'index' AND name IN (${candidateIndexName(context)}, ${historyIndexName(context)}))`,
+      sql`SELECT COUNT(*) AS n FROM sqlite_master WHERE (type = 'table' AND name IN (${names[0]}, ${names[1]}, ${names[2]}, ${names[3]}))
+  OR (type = 'index' AND name IN (${candidateIndexName(context)}, ${historyIndexName(context)}, ${runIndexName(context)}, ${runNsIndexName(context)}))`,
     );
-    return Number(rows[0]?.n) === names.length + 2;
+    return Number(rows[0]?.n) === names.length + 4;
   },
 
   /** Transactional DDL: every step or none; SQLite's write lock serializes installers by itself. */

@@ -5,8 +5,9 @@ import { randomUUID } from 'crypto';
 import { hostname } from 'os';
 import type { DataSource } from 'typeorm';
 import { ValidationError, shown } from '../../errors';
+import { MAX_TIMER_MS } from '../../db/timers';
 import { DEFAULT_HISTORY_RETENTION_SECONDS } from '../observe/history';
-import { checkRetentionSeconds, DEFAULT_CANDIDATE_RETENTION_SECONDS } from '../prune';
+import { checkRetentionSeconds, DEFAULT_CANDIDATE_RETENTION_SECONDS, DEFAULT_RUN_RETENTION_SECONDS } from '../prune';
 import { defaultMonotonicClock, MonotonicClock } from './monotonic';
 import {
   CandidateMetadata,
@@ -112,6 +113,12 @@ export interface LeaderElectorOptions {
    */
   historyRetentionSeconds?: number;
   /**
+   * Rows of schedule runs finished longer ago than this many seconds are deleted by the loop, like
+   * old history (same schedule; running runs never). Default {@link DEFAULT_RUN_RETENTION_SECONDS}
+   * (30 days). Keep it longer than every schedule's catch-up window.
+   */
+  runRetentionSeconds?: number;
+  /**
    * Each tick measures the database clock minus this host's clock (`'tick'` event, metric
    * `gemstone_election_db_clock_skew_seconds`). When the skew is beyond this many seconds — for
    * certain, given the measurement's error bound — a warning is reported through `'error'`
@@ -161,8 +168,6 @@ export const PRUNE_INTERVAL_MS = 60_000;
 
 /** `setTimeout` cannot wait longer than 2^31 - 1 ms; with +10% jitter the tick period must stay below. */
 export const MAX_INTERVAL_MS = 1_900_000_000;
-/** `setTimeout`'s longest delay (2^31 - 1 ms). */
-export const MAX_TIMER_MS = 2_147_483_647;
 /** Relative jitter applied to every tick period (±10%), so electors started together drift apart. */
 export const TICK_JITTER = 0.1;
 
@@ -182,6 +187,7 @@ export interface CheckedElectorOptions {
   stopTimeoutMs: number;
   listen: false | { readonly url: string | undefined };
   historyRetentionSeconds: number;
+  runRetentionSeconds: number;
   clockSkewWarningSeconds: number;
   /** The metadata as JSON text (checked once, sent when registering). */
   metadataJson: string;
@@ -206,6 +212,7 @@ const KNOWN = [
   'stopTimeoutMs',
   'listen',
   'historyRetentionSeconds',
+  'runRetentionSeconds',
   'clockSkewWarningSeconds',
   'metadata',
   'priority',
@@ -302,6 +309,8 @@ export function checkElectorOptions(value: unknown): CheckedElectorOptions {
       o.historyRetentionSeconds === undefined
         ? DEFAULT_HISTORY_RETENTION_SECONDS
         : checkRetentionSeconds(o.historyRetentionSeconds, 'options.historyRetentionSeconds'),
+    runRetentionSeconds:
+      o.runRetentionSeconds === undefined ? DEFAULT_RUN_RETENTION_SECONDS : checkRetentionSeconds(o.runRetentionSeconds, 'options.runRetentionSeconds'),
     clockSkewWarningSeconds: (skewWarning as number | undefined) ?? DEFAULT_CLOCK_SKEW_WARNING_SECONDS,
     ...checkedMetadata(o.metadata),
     priority: o.priority === undefined ? DEFAULT_PRIORITY : checkPriority(o.priority, 'options.priority'),

@@ -11,6 +11,13 @@ import { LoopEngine, TickSummary } from './engine/engine';
 import type { LoopEmitter } from './engine/reporter';
 import { NamespaceCampaign } from './campaigns/namespace';
 import type { NotificationsState } from './notifications-state';
+import { Schedules } from '../../schedules/schedule';
+import { registerHosted } from '../../schedules/hosted';
+import type { Schedule } from '../../schedules/schedule';
+import type { ScheduleOptions } from '../../schedules/options';
+import type { ScheduledRun } from '../../schedules/scheduled-run';
+import type { ScheduleRunEnded } from '../../schedules/run-ended';
+import { engineScheduleHost } from '../../schedules/engine-host';
 export { LeaderElectorError, LeadershipEndedError } from './errors';
 export type { DemotionReason, ElectorErrorPhase } from './errors';
 export type { NotificationsState } from './notifications-state';
@@ -39,6 +46,8 @@ export interface LeaderElectorEvents {
    * observers such as `gemstone-utils/metrics`; emitted after the tick's other events.
    */
   tick: [tick: ElectorTick];
+  /** A schedule's slot reached a final state (done, failed, abandoned, missed, skipped), recorded in the database. */
+  scheduleRun: [run: ScheduleRunEnded];
 }
 
 /**
@@ -67,6 +76,8 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
   readonly #o: CheckedElectorOptions;
   /** The loop (`engine/engine.ts`), campaigning for this one namespace. */
   readonly #engine: LoopEngine;
+  /** The schedules registered on this elector (`src/schedules/`), run by its leaderships. */
+  readonly #schedules: Schedules;
 
   /** Validates the options (throws {@link ValidationError} naming the option); touches no database. */
   constructor(options?: LeaderElectorOptions) {
@@ -86,9 +97,11 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
           this.#engine.reporter.emit('leader', leaderId, term);
         },
         ticked: (summary) => this.#ticked(summary),
+        hasSchedules: () => this.#schedules.size > 0,
       },
       [o.ns],
     );
+    this.#schedules = registerHosted(this, new Schedules(engineScheduleHost(this.#engine, o.dataSource)));
   }
 
   /** The namespace this elector campaigns in. */
@@ -252,6 +265,26 @@ export class LeaderElector extends EventEmitter<LeaderElectorEvents> {
     return () => {
       this.off('elected', deliver);
     };
+  }
+
+  /**
+   * Runs `job` at each slot of `options` (a cron pattern in a time zone, or every `everyMs`) on the
+   * leader of this elector's namespace, each slot once: claimed in the database under the
+   * leader's term before the job runs, and recorded `done`, `failed`, `missed`, `skipped` or
+   * `abandoned` (see `ElectionService.getRuns`). A leader looks back when its leadership starts:
+   * a slot whose run lost its leader runs again, and the slots that came due while nobody led are
+   * caught up per `catchUp`. Slots come due by the database's clock. May be called before
+   * `start()`; runs while this elector leads. Throws `ValidationError` naming the parameter (the
+   * name must be unique in the namespace on this elector). See docs/schedules.md.
+   *
+   * The job gets a {@link ScheduledRun}: `run.lease.signal` aborts when the leadership ends (then
+   * the slot runs again on the next leader), and `run.transaction(fn)` commits the job's writes
+   * together with the slot's `done`, fenced by the term. A job that throws for another reason
+   * makes its slot `failed` and is reported as `'error'` (phase `schedule`). `stop()` aborts the
+   * running jobs and waits for them within `stopTimeoutMs`.
+   */
+  schedule(options: ScheduleOptions, job: (run: ScheduledRun) => unknown): Schedule {
+    return this.#schedules.add(this.#o.ns, options, job);
   }
 
   #ticked({ durationMs, answer, clockSkew, error }: TickSummary): void {

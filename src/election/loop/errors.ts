@@ -32,12 +32,16 @@ export class LeadershipEndedError extends GemstoneError {
   }
 }
 
-/** What failed inside the loop; the loop carries on (a tick is retried on the next tick). */
-export type ElectorErrorPhase = 'tick' | 'listen' | 'callback' | 'stop' | 'prune' | 'clock' | 'hand-over';
+/**
+ * What failed inside the loop; the loop carries on (a tick is retried on the next tick).
+ * `schedule`: a scheduled job threw (its slot is `failed`), a slot was abandoned, or a statement of
+ * a schedule failed (retried).
+ */
+export type ElectorErrorPhase = 'tick' | 'listen' | 'callback' | 'stop' | 'prune' | 'clock' | 'hand-over' | 'schedule';
 
 /** An error the elector reports through `'error'` (or its logger); the original is its `cause`. */
 export class LeaderElectorError extends GemstoneError {
-  /** What failed: a tick, LISTEN, a callback, the stop, pruning, the clock check or a hand-over. */
+  /** What failed: a tick, LISTEN, a callback, the stop, pruning, the clock check, a hand-over or a schedule. */
   readonly phase: ElectorErrorPhase;
   /** The elector's namespace (`''` for a group's error about no one namespace: see `LeaderElectorGroupError.namespace`). */
   readonly ns: string;

@@ -46,6 +46,7 @@ const GROUP_KEYS = [
   'stopTimeoutMs',
   'listen',
   'historyRetentionSeconds',
+  'runRetentionSeconds',
   'clockSkewWarningSeconds',
   'metadata',
   'priority',

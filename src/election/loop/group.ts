@@ -10,6 +10,13 @@ import type { LoopEmitter } from './engine/reporter';
 import { GroupCampaign } from './campaigns/group';
 import { checkNs } from '../validate';
 import type { NotificationsState } from './notifications-state';
+import { Schedules } from '../../schedules/schedule';
+import { registerHosted } from '../../schedules/hosted';
+import type { Schedule } from '../../schedules/schedule';
+import type { ScheduleOptions } from '../../schedules/options';
+import type { ScheduledRun } from '../../schedules/scheduled-run';
+import type { ScheduleRunEnded } from '../../schedules/run-ended';
+import { engineScheduleHost } from '../../schedules/engine-host';
 
 /** An error a {@link LeaderElectorGroup} reports: `namespace` is the one concerned, or null for the whole group. */
 export class LeaderElectorGroupError extends LeaderElectorError {
@@ -46,6 +53,8 @@ export interface LeaderElectorGroupEvents {
   notifications: [state: NotificationsState];
   /** After every tick: counts, duration and the database clock's skew. */
   tick: [tick: GroupTick];
+  /** A schedule's slot reached a final state (done, failed, abandoned, missed, skipped), recorded in the database. */
+  scheduleRun: [run: ScheduleRunEnded];
 }
 
 /**
@@ -65,6 +74,8 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
   readonly #o: CheckedGroupOptions;
   /** The loop (`engine/engine.ts`), campaigning for the namespaces in one batched tick. */
   readonly #engine: LoopEngine;
+  /** The schedules registered on this group (`src/schedules/`), each run by the leaderships of its namespace. */
+  readonly #schedules: Schedules;
 
   /** Validates the options (throws {@link ValidationError} naming the option); touches no database. */
   constructor(options?: LeaderElectorGroupOptions) {
@@ -88,9 +99,11 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
           ),
         observed: (ns, { leaderId, term }) => this.#engine.reporter.emit('leader', ns, leaderId, term),
         ticked: (summary) => this.#ticked(summary),
+        hasSchedules: () => this.#schedules.size > 0,
       },
       o.namespaces,
     );
+    this.#schedules = registerHosted(this, new Schedules(engineScheduleHost(this.#engine, o.dataSource)));
   }
 
   /** This group's candidate UUID, lower-case (default: a random UUID). */
@@ -203,6 +216,17 @@ export class LeaderElectorGroup extends EventEmitter<LeaderElectorGroupEvents> {
   /** Same as {@link stop}. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
+  }
+
+  /**
+   * Runs `job` at each slot of `options` on the leader of `ns`, each slot once, as
+   * `LeaderElector.schedule` does (see there and docs/schedules.md): while this group leads `ns`
+   * (a namespace added later included), its leadership claims and runs the slots. The name must
+   * be unique in `ns` on this group. Throws `ValidationError` naming the parameter.
+   */
+  schedule(ns: string, options: ScheduleOptions, job: (run: ScheduledRun) => unknown): Schedule {
+    const checked = checkNs(ns === undefined ? null : ns, 'ns');
+    return this.#schedules.add(checked, options, job);
   }
 
   #ticked({ durationMs, asked, answer, held, acquired, lost, clockSkew, error }: TickSummary): void {

@@ -1,44 +1,45 @@
 import type { DataSource } from 'typeorm';
-import { MAX_TIMER_MS, PRUNE_INTERVAL_MS } from './elector-options';
-import { pruneExpiredCandidates, pruneHistory } from '../prune';
+import { PRUNE_INTERVAL_MS } from './elector-options';
+import { pruneExpiredCandidates, pruneHistory, pruneRuns } from '../prune';
 
 /**
- * Whether `promise` settles within `ms` (true) or not (false: its outcome is left to it). The
- * timer does not keep the process alive. Used by the elector's and the group's bounded `stop()`.
+ * When a loop (an elector or a group) last started pruning each DataSource's election tables, and
+ * (a loop with schedules) its runs (monotonic ms): one prune of each per interval per DataSource,
+ * however many loops share it.
  */
-export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), Math.max(0, Math.min(ms, MAX_TIMER_MS)));
-    timer.unref();
-  });
-  try {
-    return await Promise.race([promise.then(() => true, () => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
+const lastPrune = new WeakMap<DataSource, number>();
+const lastRunsPrune = new WeakMap<DataSource, number>();
+
+/** Whether `dataSource` is due by `last` at `now` (then recorded as pruned now). */
+function due(last: WeakMap<DataSource, number>, dataSource: DataSource, now: number): boolean {
+  const at = last.get(dataSource);
+  if (at !== undefined && now - at < PRUNE_INTERVAL_MS) return false;
+  last.set(dataSource, now);
+  return true;
 }
 
 /**
- * When a loop (an elector or a group) last started pruning each DataSource (monotonic ms): one
- * prune per interval per DataSource, however many loops share it.
- */
-const lastPrune = new WeakMap<DataSource, number>();
-
-/**
- * Starts deleting long-expired candidate rows and old history rows of `dataSource` unless a loop
- * did so less than {@link PRUNE_INTERVAL_MS} ago (then undefined). Runs outside any tick's
- * transaction; the caller reports a rejection and does not await it in its tick.
+ * Starts deleting long-expired candidate rows and old history rows of `dataSource`, and, when the
+ * loop has `schedules`, old finished runs, unless that was done less than {@link PRUNE_INTERVAL_MS}
+ * ago (then undefined). A loop without schedules never touches the runs table: an application
+ * that has not created it (no `initDb` since the upgrade, nor the migration) keeps electing
+ * without an error. Runs outside any tick's transaction; the caller reports a rejection and does
+ * not await it in its tick.
  */
 export function pruneIfDue(
   dataSource: DataSource,
-  retention: { readonly candidateRetentionSeconds: number; readonly historyRetentionSeconds: number },
+  retention: { readonly candidateRetentionSeconds: number; readonly historyRetentionSeconds: number; readonly runRetentionSeconds: number },
+  schedules: boolean,
 ): Promise<void> | undefined {
   const now = performance.now();
-  const last = lastPrune.get(dataSource);
-  if (last !== undefined && now - last < PRUNE_INTERVAL_MS) return undefined;
-  lastPrune.set(dataSource, now);
-  return pruneExpiredCandidates(dataSource, { retentionSeconds: retention.candidateRetentionSeconds }).then(() =>
-    pruneHistory(dataSource, { retentionSeconds: retention.historyRetentionSeconds }).then(() => undefined),
-  );
+  const election = due(lastPrune, dataSource, now);
+  const runs = schedules && due(lastRunsPrune, dataSource, now);
+  if (!election && !runs) return undefined;
+  return (async () => {
+    if (election) {
+      await pruneExpiredCandidates(dataSource, { retentionSeconds: retention.candidateRetentionSeconds });
+      await pruneHistory(dataSource, { retentionSeconds: retention.historyRetentionSeconds });
+    }
+    if (runs) await pruneRuns(dataSource, { retentionSeconds: retention.runRetentionSeconds });
+  })();
 }

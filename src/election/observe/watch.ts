@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import { EntitiesNotRegisteredError, NotInitializedError, UnsupportedConfigurationError, UnsupportedDatabaseError, ValidationError, shown } from '../../errors';
 import { outsideRuns } from '../../db/run-guard';
 import { DEFAULT_STOP_TIMEOUT_MS } from '../loop/elector-options';
-import { LoopRun } from '../loop/loop-run';
+import { LoopRun } from '../../db/loop-run';
 import { deliversLeaseChanges, LeaseChangeSubscription, ListenSubscriber, subscribeToLeaseChanges } from './lease-changes';
 import type { HistoryEntry } from './history';
 import type { ObservedLeader } from '../rows';

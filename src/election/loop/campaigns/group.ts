@@ -11,7 +11,7 @@ const WORDS: CampaignWords = Object.freeze({
   tick: "the group's tick",
   tickInFlight: 'the tick in flight answering',
   startInFlight: 'start() (its LISTEN connection or first tick has not answered)',
-  callbacksInFlight: 'onStoppedLeading settling (the leases are left to run out, not vacated)',
+  callbacksInFlight: 'onStoppedLeading settling and the scheduled jobs returning (the leases are left to run out, not vacated)',
   unregistering: 'vacating the leases',
   unregisterFailed: 'vacating the leases failed; they and the candidate rows will expire by themselves',
   vacateFailed: (count: number) => `vacating ${count} lease(s) failed (retried after the next tick)`,

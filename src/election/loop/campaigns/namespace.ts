@@ -10,7 +10,7 @@ const WORDS: CampaignWords = Object.freeze({
   tick: 'elect',
   tickInFlight: 'the elect in flight answering',
   startInFlight: 'start() (its LISTEN connection or first elect has not answered)',
-  callbacksInFlight: 'onStoppedLeading settling (the lease is left to run out, not vacated)',
+  callbacksInFlight: 'onStoppedLeading settling and the scheduled jobs returning (the lease is left to run out, not vacated)',
   unregistering: 'unregistering (vacating the lease)',
   unregisterFailed: 'unregistering failed; the lease and candidate row will expire by themselves',
   vacateFailed: () => 'vacating the lease for a preferred candidate failed (retried on the next tick)',

@@ -10,13 +10,15 @@ import type { CheckedElectorOptions } from '../elector-options';
 import type { LeaderElectorError } from '../errors';
 import { ElectorHealth, ElectorRole, TickHealth } from '../health';
 import { LocalDeadline } from '../monotonic';
-import { LoopRun } from '../loop-run';
-import { pruneIfDue, settlesWithin } from '../loop-support';
+import { LoopRun } from '../../../db/loop-run';
+import { settlesWithin } from '../../../db/timers';
+import { pruneIfDue } from '../loop-support';
 import { NotificationsReporter } from '../notifications-state';
 import { stopOnSignals } from '../shutdown';
 import { ClockSkew, ClockSkewAlarm, measureClockSkew } from '../tick';
 import type { Campaign, CampaignAnswer } from './campaign';
-import type { Leadership } from './leadership';
+import type { Leadership, LeadershipWatcher } from './leadership';
+import { DatabaseClock } from '../database-clock';
 import { applyAnswer } from './apply';
 import { Leaderships, Observed, ObservedLeaders } from './leaderships';
 import { ErrorFactory, LoopEmitter, Reporter } from './reporter';
@@ -36,6 +38,12 @@ import { Ticks } from './ticks';
  *    emits when the observed leader changes and after each tick.
  * 3. `new LoopEngine(options, campaign, host, namespaces)`; `start()`, `stop()`, `current(ns)`,
  *    `observed(ns)`, `health(ns)`, `add(ns)`, `remove(ns)`; `reporter` for user code of its own.
+ * 4. Work that lives as long as a leadership (schedules, `src/schedules/`) does not poll
+ *    `current(ns)` nor run a loop of its own: it {@link LoopEngine.watch}es the leaderships (told
+ *    when each starts and ends; what it returns from the end is waited for like
+ *    `onStoppedLeading`, within the stop's bound — outside a stop within a bound of its own, see
+ *    `LeadershipWatcher`), and reads the database's time from
+ *    {@link LoopEngine.databaseClock}, measured by every tick.
  *
  * Its parts, one job each: `leadership.ts` (one leadership and the callback rule), `leaderships.ts`
  * (the leaderships and observed leaders per namespace), `apply.ts` (a tick's answer applied),
@@ -76,6 +84,8 @@ export interface EngineHost {
   observed(ns: string, observed: Observed): void;
   /** A tick ended (answered or failed), after its other events. */
   ticked(summary: TickSummary): void;
+  /** Whether the loop has schedules now: its prunes then include the finished runs. */
+  hasSchedules(): boolean;
 }
 
 /** One tick, for the host's `'tick'` event. */
@@ -117,6 +127,10 @@ export class LoopEngine {
   readonly #namespaces: Set<string>;
   readonly #leaderships: Leaderships;
   readonly #observed = new ObservedLeaders();
+  /** The library's work per leadership (schedules): see {@link watch}. */
+  readonly #watchers = new Set<LeadershipWatcher>();
+  /** The database's time as the ticks measure it. */
+  readonly databaseClock = new DatabaseClock();
   /** Leases being given up (no local leadership), with the reason their term ends with. */
   readonly #giving = new Map<string, VacateReason>();
   readonly #health: TickHealth;
@@ -152,6 +166,7 @@ export class LoopEngine {
     this.#health = new TickHealth(options.clock, options.expireSeconds * 1000);
     this.#skewAlarm = new ClockSkewAlarm(options.clockSkewWarningSeconds);
     this.#leaderships = new Leaderships({
+      watchers: this.#watchers,
       onStartedLeading: options.onStartedLeading,
       onStoppedLeading: options.onStoppedLeading,
       call: (ns, name, fn) => this.reporter.callback(ns, name, fn),
@@ -194,6 +209,30 @@ export class LoopEngine {
       role = this.current(ns) ? 'leader' : 'follower';
     }
     return this.#health.report(role, leaderOverdue);
+  }
+
+  /** The DataSource of the current (or last) run; undefined before the first start(). */
+  get dataSource(): DataSource | undefined {
+    return this.#dataSource;
+  }
+
+  /** The configured stop bound, in ms. */
+  get stopTimeoutMs(): number {
+    return this.#o.stopTimeoutMs;
+  }
+
+  /** The tick period, in ms. */
+  get intervalMs(): number {
+    return this.#o.intervalMs;
+  }
+
+  /**
+   * Tells `watcher` of every leadership that starts or ends from now on (not of one under way:
+   * read {@link current} for that). Returns a function that stops telling it.
+   */
+  watch(watcher: LeadershipWatcher): () => void {
+    this.#watchers.add(watcher);
+    return () => void this.#watchers.delete(watcher);
   }
 
   // ---- namespaces -----------------------------------------------------------------------------
@@ -452,6 +491,8 @@ export class LoopEngine {
     this.#removeSignalHandlers?.();
     this.#removeSignalHandlers = undefined;
     this.#state = 'idle';
+    // Leadership work the stop gave up waiting for (its bound passed) sends nothing more either.
+    for (const watcher of this.#watchers) watcher.loopStopped();
   }
 
   // ---- ticks ----------------------------------------------------------------------------------
@@ -525,6 +566,8 @@ export class LoopEngine {
     // vacates the leases itself.
     if (run.loop.ended) return;
     const answeredAt = performance.now();
+    // Before the answer is applied: work that starts with a leadership reads the database's time.
+    this.databaseClock.observe(answer.databaseNow, attemptAt, answeredAt);
     this.reporter.succeeded();
     this.#sendMetadata = !sendingMetadata && answer.candidateMissing;
     this.#health.succeeded(deadline);
@@ -626,7 +669,7 @@ export class LoopEngine {
     if (!dataSource || run.pruning) return;
     const pruning = run.loop.start(async () => {
       try {
-        await pruneIfDue(dataSource, this.#o);
+        await pruneIfDue(dataSource, this.#o, this.#host.hasSchedules());
       } catch (error) {
         if (!run.loop.ended) this.reporter.fail('prune', null, 'pruning expired candidates or old history failed (retried later)', error);
       } finally {

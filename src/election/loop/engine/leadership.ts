@@ -1,5 +1,7 @@
+import { setMaxListeners } from 'events';
 import { outsideRuns } from '../../../db/run-guard';
-import { Lease, MAX_TIMER_MS } from '../elector-options';
+import { MAX_TIMER_MS } from '../../../db/timers';
+import { Lease } from '../elector-options';
 import { DemotionReason, LeadershipEndedError } from '../errors';
 import type { LocalDeadline } from '../monotonic';
 
@@ -16,8 +18,27 @@ import type { LocalDeadline } from '../monotonic';
  *   ends silently: its lease was never handed out. Never a start after an end.
  */
 
+/**
+ * Work of the library that lives as long as a leadership (schedules): told when one starts and
+ * when it ends. What `ended` returns is waited for as `onStoppedLeading` is — hand-overs and
+ * `stop()` vacate the lease only after it settled (a stop within its bound) — so the next leader
+ * starts after this leadership's work is finished. A hand-over's wait has no bound of the
+ * engine's (the ticks renew the lease meanwhile): a watcher bounds what it returns itself when the
+ * loop is not stopping (schedules: `stopTimeoutMs`, then the run is abandoned).
+ */
+export interface LeadershipWatcher {
+  /** A leadership of `lease.ns` started (after `onStartedLeading` was called, before `'elected'`). */
+  started(lease: Lease): void;
+  /** That leadership ended: its signal has aborted. */
+  ended(lease: Lease): Promise<void> | void;
+  /** The loop's stop is over (also when it gave up waiting at its bound): send nothing more. */
+  loopStopped(): void;
+}
+
 /** What a {@link Leadership} calls: the loop's user callbacks and events, and the loop when the deadline passes. */
 export interface LeadershipHooks {
+  /** The library's own work per leadership (read at each start and end). */
+  readonly watchers: ReadonlySet<LeadershipWatcher>;
   readonly onStartedLeading: ((lease: Lease) => unknown) | undefined;
   readonly onStoppedLeading: ((lease: Lease) => unknown) | undefined;
   /** Calls user code outside the loop's run; a throw or rejection is reported, never propagated. */
@@ -33,7 +54,7 @@ type Phase = 'granted' | 'starting' | 'started' | 'ended';
 /** One leadership of one namespace, from the grant to its end. */
 export class Leadership {
   readonly lease: Lease;
-  /** Settles once `onStoppedLeading` has settled (at once when there is none or the leadership never started). */
+  /** Settles once `onStoppedLeading` and the watchers' work have settled (at once when there is none or the leadership never started). */
   readonly stopped: Promise<void>;
   readonly #hooks: LeadershipHooks;
   readonly #controller = new AbortController();
@@ -47,6 +68,9 @@ export class Leadership {
   /** A grant: the deadline is armed at once, nothing user-supplied runs. */
   constructor(hooks: LeadershipHooks, ns: string, candidateId: string, term: number, deadline: LocalDeadline) {
     this.#hooks = hooks;
+    // Every schedule of the namespace listens to it (and the user's work may): no limit, so that
+    // Node does not warn of a leak at the eleventh listener.
+    setMaxListeners(0, this.#controller.signal);
     this.lease = Object.freeze({ ns, candidateId, term, signal: this.#controller.signal });
     this.stopped = new Promise<void>((resolve) => {
       this.#settleStopped = resolve;
@@ -72,6 +96,7 @@ export class Leadership {
     this.#phase = 'starting';
     const { onStartedLeading } = this.#hooks;
     if (onStartedLeading) void this.#hooks.call(this.lease.ns, 'onStartedLeading', () => onStartedLeading(this.lease));
+    for (const watcher of this.#hooks.watchers) watcher.started(this.lease);
     this.#hooks.elected(this.lease);
     this.#phase = 'started';
     if (this.#endAfterStart !== undefined) this.#finish(this.#endAfterStart);
@@ -96,8 +121,14 @@ export class Leadership {
     // The signal's listeners are user code: outside the loop's run (see `db/run-guard.ts`).
     outsideRuns(() => this.#controller.abort(new LeadershipEndedError(lease, reason)));
     const { onStoppedLeading } = this.#hooks;
-    if (onStoppedLeading) void this.#hooks.call(lease.ns, 'onStoppedLeading', () => onStoppedLeading(lease)).then(this.#settleStopped);
-    else this.#settleStopped();
+    const settling: Promise<void>[] = [];
+    if (onStoppedLeading) settling.push(this.#hooks.call(lease.ns, 'onStoppedLeading', () => onStoppedLeading(lease)));
+    for (const watcher of this.#hooks.watchers) {
+      const ending = watcher.ended(lease);
+      if (ending) settling.push(ending.catch(() => undefined));
+    }
+    if (settling.length === 0) this.#settleStopped();
+    else void Promise.all(settling).then(this.#settleStopped);
     this.#hooks.demoted(lease, reason);
   }
 

@@ -1,5 +1,5 @@
 import { TICK_JITTER } from '../elector-options';
-import type { LoopRun } from '../loop-run';
+import type { LoopRun } from '../../../db/loop-run';
 
 /**
  * The ticks of one run of a loop: never two at once; one asked for while another runs follows it

@@ -1,6 +1,5 @@
-import { outsideRuns, withinRun } from '../../db/run-guard';
-import { MAX_TIMER_MS } from './elector-options';
-import { settlesWithin } from './loop-support';
+import { outsideRuns, withinRun } from './run-guard';
+import { MAX_TIMER_MS, settlesWithin } from './timers';
 
 /**
  * Everything one run of a loop started — its tasks (ticks, prunes, hand-overs, reads, connection
