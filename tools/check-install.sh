@@ -5,8 +5,8 @@
 #    nothing native), runs `prepare` (clean + build), packs the result and installs that, with
 #    TypeORM and reflect-metadata, the required peers;
 # 2. a CommonJS script runs an election on `sqlite::memory:` there;
-# 3. from this checkout as a path, copied (`--install-links`: npm packs the folder, running its
-#    `prepare`, instead of linking it), in the same project, and the script again.
+# 3. from a copy of this checkout as a path, copied (`--install-links`: npm packs the folder,
+#    running its `prepare`, instead of linking it), in the same project, and the script again.
 # The SQLite driver, an optional peer the user adds, is test/deps/'s `better-sqlite3` (on NODE_PATH,
 # alone): installing it here would compile it from source where no prebuilt binary can be
 # downloaded (minutes) and prove nothing about this package. So test/deps/ must be installed.
@@ -53,10 +53,16 @@ run_election() {
 step "running a CommonJS election on sqlite::memory:"
 run_election
 
-# A local checkout in which `npm ci` ran (this one), copied into the same project: its TypeORM,
-# reflect-metadata and driver are the project's, as with the git install.
-step "npm install --install-links <this checkout> (packed: prepare rebuilds dist/)"
-npm install --no-audit --no-fund --install-links "$repo"
+# A local checkout in which `npm ci` ran, copied into the same project: its TypeORM,
+# reflect-metadata and driver are the project's, as with the git install. The checkout is a copy
+# of this one's tracked files (as they are in the working tree) with its node_modules linked: npm
+# runs `prepare` (clean + build) in the folder it packs, and doing that here would delete this
+# checkout's dist/ under whatever else uses it (`.ci/run` runs the smoke benchmark meanwhile).
+step "npm install --install-links <a copy of this checkout> (packed: prepare rebuilds its dist/)"
+mkdir "$work/checkout"
+git -C "$repo" ls-files -z | (cd "$repo" && tar --null -T - -cf -) | tar -xf - -C "$work/checkout"
+ln -s "$repo/node_modules" "$work/checkout/node_modules"
+npm install --no-audit --no-fund --install-links "$work/checkout"
 if [ -L node_modules/gemstone-utils ]; then echo "check-install: --install-links should copy the checkout, not link it" >&2; exit 1; fi
 step "running a CommonJS election on sqlite::memory: (path install)"
 run_election

@@ -99,6 +99,16 @@ describe('layout', () => {
     expect(offenders).toEqual([]);
   });
 
+  it('keeps the database folders below the loop layer and the entry points built on it', () => {
+    const above = ['election/loop', 'dashboard', 'nestjs', 'cli'].map((folder) => join(SRC, folder));
+    const offenders = [...GRAPH].flatMap(([file, imports]) =>
+      DATABASE_FOLDERS.some((folder) => inside(file, folder))
+        ? imports.filter((target) => above.some((folder) => inside(target, folder))).map((target) => `${name(file)} imports ${name(target)}`)
+        : [],
+    );
+    expect(offenders).toEqual([]);
+  });
+
   it('names no database outside src/databases/ (src/, migrations/, entities/)', () => {
     const named = /'(postgres|mysql|mariadb|sqlite|sqlite3|better-sqlite3)'|\b(d|dialect)\.name\s*[!=]==?|switch \((\w+\.)*(d|dialect)\.name\)|options\.type\s*[!=]==?/;
     const offenders = [...FILES]

@@ -1,8 +1,9 @@
 /**
  * A short chaos run per database (tools/chaos): five workers with a 2 s lease and different
- * priorities (one of them ineligible) do fenced writes while faults are injected, two watchers
- * follow the leadership; the checker (ledger, history table, watchers, priorities) must pass. And
- * the same harness with fencing sabotaged must fail — so a pass means something.
+ * priorities (one of them ineligible) do fenced writes and run an every-second schedule whose job
+ * writes a ledger row in `run.transaction`, while faults are injected; two watchers follow the
+ * leadership; the checker (ledger, history table, watchers, priorities, the schedule's claims and
+ * runs) must pass. And the same harness with fencing sabotaged must fail — so a pass means something.
  */
 import { execFile } from 'child_process';
 import * as fs from 'fs';
@@ -35,6 +36,11 @@ interface Summary {
     appCommits?: number;
     appRollbacks?: number;
     appErrors?: number;
+    claims?: number;
+    reclaims?: number;
+    doneSlots?: number;
+    jobRows?: number;
+    runRows?: number;
     linearizability?: Linearizability;
   };
   outDir: string;
@@ -91,8 +97,23 @@ function expectExercised(summary: Summary, label: string) {
   expect(judgedActions).toBeGreaterThanOrEqual(1);
 }
 
-/** Checks every run must report, besides (a)–(f): history, fenced-off attribution, watchers, settling, no two reported leaders, linearizability. */
-const HISTORY_CHECKS = ['h', 'i', 'j', 'k', 'l', 'lin'];
+/**
+ * The runs of the every-second schedule each worker also runs (its job writes a ledger row in
+ * `run.transaction`), checked by (r) and in the linearizability check: slots were claimed and done,
+ * each done slot with one job row. Printed, so a log shows it.
+ */
+function expectScheduled(summary: Summary, label: string) {
+  const { claims, reclaims, doneSlots, jobRows, runRows } = summary.stats;
+  console.log(`chaos ${label}: ${summary.checks.find((c) => c.id === 'r')?.detail}`);
+  // 10 to 23 claims in 20 s runs on an idle machine; a loaded one leads for less of the run.
+  expect(claims).toBeGreaterThanOrEqual(3);
+  expect(doneSlots).toBeGreaterThanOrEqual(1);
+  expect(jobRows).toBe(doneSlots);
+  expect(runRows).toBeGreaterThanOrEqual(Number(claims) - Number(reclaims));
+}
+
+/** Checks every run must report, besides (a)–(f): history, fenced-off attribution, watchers, settling, no two reported leaders, the schedule's runs, linearizability. */
+const HISTORY_CHECKS = ['h', 'i', 'j', 'k', 'l', 'r', 'lin'];
 const checkIds = (summary: Summary) => summary.checks.map((c) => c.id);
 
 const failures = (summary: Summary) =>
@@ -120,6 +141,7 @@ describeEachDatabase(
         expect(summary.stats.expiredTerms).toBeGreaterThanOrEqual(1);
         expect(summary.stats.writes).toBeGreaterThan(10);
         expectExercised(summary, db.name);
+        expectScheduled(summary, db.name);
         reportLinearizability(db.name, summary);
       },
       DURATION_S * 1000 + 90_000,
@@ -144,6 +166,7 @@ describe('chaos with application transactions on the shared SQLite connection', 
       expect(summary.stats.appRollbacks).toBeGreaterThan(10);
       expect(summary.stats.appErrors).toBe(0);
       expectExercised(summary, 'sqlite app transactions');
+      expectScheduled(summary, 'sqlite app transactions');
       reportLinearizability('sqlite, app transactions', summary);
     },
     DURATION_S * 1000 + 90_000,

@@ -16,7 +16,20 @@ const B = 'bbbbbbbb-0000-4000-8000-000000000000';
 const LEASE = 2000;
 const T0 = 1_000_000;
 
-type Row = { kind: string; term: number; holder: string | null; at: number; leaseUntil?: number; worker?: number; seq?: number };
+type Row = {
+  kind: string;
+  term: number;
+  holder: string | null;
+  at: number;
+  leaseUntil?: number;
+  worker?: number;
+  seq?: number;
+  // A schedule's rows (claim, finish, job): its slot and attempt; a finish's state.
+  name?: string;
+  slot?: number;
+  attempt?: number;
+  state?: string;
+};
 
 function ledger(rows: Row[]) {
   return rows.map((r, i) => ({ id: i + 1, ns: 'chaos', worker: null, seq: null, leaseUntil: null, ...r }));
@@ -524,6 +537,151 @@ describe('chaos checker', () => {
   });
 });
 
+// The ledger rows of the workers' schedule: a slot's claim, its final state, the job's own row.
+const NAME = 'chaos-ledger';
+const claim = (term: number, holder: string, slot: number, attempt: number, at: number): Row => ({ kind: 'claim', term, holder, at, name: NAME, slot, attempt, state: 'running' });
+const finish = (term: number, holder: string, slot: number, attempt: number, at: number, state = 'done'): Row => ({ kind: 'finish', term, holder, at, name: NAME, slot, attempt, state });
+const job = (term: number, holder: string, slot: number, attempt: number, at: number): Row => ({ kind: 'job', term, holder, at, name: NAME, slot, attempt, worker: holder === A ? 0 : 1 });
+
+describe('chaos checker (r): the runs of the workers\' schedule', () => {
+  const S1 = T0;
+  const S2 = T0 + 1000;
+  const S3 = T0 + 3000;
+  type RunRow = { ns: string; name: string; slot: number; state: string; attempt: number; term: number; candidateId: string };
+
+  /**
+   * The clean history with a schedule: A claims and completes S1 under term 1, claims S2 and loses
+   * its lease before its job commits; B, under term 2, claims S2 again (attempt 2) and completes
+   * it, then claims S3, whose job still runs at the end. The runs table says the same.
+   */
+  function scheduled() {
+    const { rows, events } = clean();
+    const at = (i: number) => rows.findIndex((r, j) => j >= i && r.kind === 'grant' && r.term === 2);
+    rows.splice(1, 0, claim(1, A, S1, 1, T0 + 50), job(1, A, S1, 1, T0 + 55), finish(1, A, S1, 1, T0 + 56));
+    rows.splice(at(0), 0, claim(1, A, S2, 1, T0 + 1001));
+    rows.push(claim(2, B, S2, 2, T0 + 3050), job(2, B, S2, 2, T0 + 3051), finish(2, B, S2, 2, T0 + 3052), claim(2, B, S3, 1, T0 + 3101));
+    const runs: RunRow[] = [
+      { ns: 'chaos', name: NAME, slot: S1, state: 'done', attempt: 1, term: 1, candidateId: A },
+      { ns: 'chaos', name: NAME, slot: S2, state: 'done', attempt: 2, term: 2, candidateId: B },
+      { ns: 'chaos', name: NAME, slot: S3, state: 'running', attempt: 1, term: 2, candidateId: B },
+    ];
+    return { rows, events, runs };
+  }
+
+  const runScheduled = (input: ReturnType<typeof scheduled>) => run(input.rows, input.events, [], { scheduled: true, runs: input.runs });
+  const violationsOf = (result: CheckResult) => result.checks.find((c) => c.id === 'r')?.violations ?? [];
+
+  test('a clean run of its schedule passes (r), and the stats count its claims, re-claims, done slots and job rows', () => {
+    const result = runScheduled(scheduled()) as CheckResult & { stats: Record<string, number> };
+    expect(failed(result)).toEqual([]);
+    expect(result.checks.map((c) => c.id)).toContain('r');
+    expect(result.stats).toMatchObject({ claims: 4, reclaims: 1, slots: 3, doneSlots: 2, runningSlots: 1, jobRows: 2, runRows: 3 });
+    // Without `scheduled` there is no (r).
+    expect(run(scheduled().rows, scheduled().events).checks.map((c) => c.id)).not.toContain('r');
+  });
+
+  test('a slot claimed under term n after term n+1 was granted fails (r); so does a claim by a holder that vacated, or under a term never granted', () => {
+    const late = scheduled();
+    late.rows.push(claim(1, A, T0 + 4000, 1, T0 + 3200));
+    late.runs.push({ ns: 'chaos', name: NAME, slot: T0 + 4000, state: 'running', attempt: 1, term: 1, candidateId: A });
+    expect(failed(runScheduled(late))).toEqual(['r']);
+    expect(violationsOf(runScheduled(late))).toEqual([expect.stringMatching(/^ledger #\d+: attempt 1 claimed for slot 1970-01-01T00:16:44\.000Z of "chaos-ledger" by a\S+ under term 1 after term 2 was granted$/)]);
+
+    const vacated = scheduled();
+    vacated.rows.push({ kind: 'vacate', term: 2, holder: null, at: T0 + 3300 }, claim(2, B, T0 + 4000, 1, T0 + 3400));
+    vacated.runs.push({ ns: 'chaos', name: NAME, slot: T0 + 4000, state: 'running', attempt: 1, term: 2, candidateId: B });
+    expect(violationsOf(runScheduled(vacated))).toEqual([expect.stringMatching(/under term 2 after that term was vacated$/)]);
+
+    const ungranted = scheduled();
+    ungranted.rows.push(finish(3, B, S3, 1, T0 + 3500));
+    expect(violationsOf(runScheduled(ungranted)).join('\n')).toMatch(/done recorded for slot .* under term 3, which was never granted/);
+  });
+
+  test('a slot abandoned by a later term\'s claim keeps the term of the run it ends, and passes (r); one abandoned under no later term fails', () => {
+    const input = scheduled();
+    // B hands term 2 over to A, whose claim of S3 finds its runs used up: S3 abandoned, recorded under B's term 2.
+    input.rows.push({ kind: 'vacate', term: 2, holder: null, at: T0 + 3400 }, { kind: 'grant', term: 3, holder: A, at: T0 + 3410, leaseUntil: T0 + 5410 }, finish(2, B, S3, 1, T0 + 3420, 'abandoned'));
+    input.runs[2] = { ...input.runs[2]!, state: 'abandoned' };
+    const result = runScheduled(input) as CheckResult & { stats: Record<string, number> };
+    expect(failed(result)).toEqual([]);
+    expect(result.stats).toMatchObject({ abandonedSlots: 1, doneSlots: 2 });
+
+    // The same term abandons it too (a retake whose runs are used up); a term not granted yet cannot.
+    const retaken = scheduled();
+    retaken.rows.push(finish(2, B, S3, 1, T0 + 3420, 'abandoned'));
+    retaken.runs[2] = { ...retaken.runs[2]!, state: 'abandoned' };
+    expect(failed(runScheduled(retaken))).toEqual([]);
+    const early = scheduled();
+    early.rows.push(finish(3, B, S3, 1, T0 + 3420, 'abandoned'));
+    early.runs[2] = { ...early.runs[2]!, state: 'abandoned', term: 3 };
+    expect(violationsOf(runScheduled(early))).toEqual([expect.stringMatching(/abandoned recorded for slot .* under term 3: abandoned under a term never granted \(the leader row is at term 2\)$/)]);
+  });
+
+  test('two done completions of one slot fail (r)', () => {
+    const input = scheduled();
+    input.rows.push(finish(2, B, S2, 2, T0 + 3200));
+    expect(failed(runScheduled(input))).toEqual(['r']);
+    expect(violationsOf(runScheduled(input)).join('\n')).toMatch(/slot 1970-01-01T00:16:41\.000Z of "chaos-ledger": completed done 2 times/);
+  });
+
+  test('a job row whose slot is not done, or a done slot without exactly one job row, fails (r)', () => {
+    const orphan = scheduled();
+    orphan.rows.push(job(2, B, S3, 1, T0 + 3150));
+    expect(failed(runScheduled(orphan))).toEqual(['r']);
+    expect(violationsOf(runScheduled(orphan))).toEqual([expect.stringMatching(/slot 1970-01-01T00:16:43\.000Z .*: a job row \(ledger #\d+, term 2, attempt 1\) whose slot is not done \(no final state\)$/)]);
+
+    const none = scheduled();
+    none.rows.splice(none.rows.findIndex((r) => r.kind === 'job'), 1);
+    expect(violationsOf(runScheduled(none))).toEqual([expect.stringMatching(/slot 1970-01-01T00:16:40\.000Z .*: done with 0 job rows/)]);
+
+    const twice = scheduled();
+    twice.rows.push(job(2, B, S2, 2, T0 + 3200));
+    expect(violationsOf(runScheduled(twice))).toEqual([expect.stringMatching(/slot 1970-01-01T00:16:41\.000Z .*: done with 2 job rows/)]);
+  });
+
+  test('attempts that do not go 1, 2, 3, … (or a re-claim under an older term, or after the slot was done) fail (r); a retake under the same term passes', () => {
+    const sameTerm = scheduled();
+    sameTerm.rows.push(claim(2, B, S3, 2, T0 + 3200));
+    sameTerm.runs[2]!.attempt = 2;
+    expect(failed(runScheduled(sameTerm))).toEqual([]);
+
+    const skipped = scheduled();
+    const reclaim = skipped.rows.findIndex((r) => r.kind === 'claim' && r.attempt === 2);
+    for (const r of skipped.rows.slice(reclaim, reclaim + 3)) r.attempt = 3;
+    skipped.runs[1]!.attempt = 3;
+    expect(failed(runScheduled(skipped))).toEqual(['r']);
+    expect(violationsOf(runScheduled(skipped))).toEqual([expect.stringMatching(/attempt 3 claimed \(ledger #\d+\) after attempt 1, expected attempt 2$/)]);
+
+    const first = scheduled();
+    first.rows[1]!.attempt = 2;
+    expect(violationsOf(runScheduled(first)).join('\n')).toMatch(/attempt 2 claimed \(ledger #2\) as its first claim, expected attempt 1/);
+
+    const again = scheduled();
+    again.rows.push(claim(2, B, S1, 2, T0 + 3200));
+    expect(violationsOf(runScheduled(again)).join('\n')).toMatch(/slot 1970-01-01T00:16:40\.000Z .*: claimed again \(ledger #\d+\) after it was recorded done/);
+  });
+
+  test('the runs table must hold each slot\'s last claim and final state as the ledger logged them, and no other slot', () => {
+    const stale = scheduled();
+    stale.runs[2] = { ...stale.runs[2]!, state: 'done' };
+    expect(failed(runScheduled(stale))).toEqual(['r']);
+    expect(violationsOf(runScheduled(stale))).toEqual([expect.stringMatching(/runs table's slot 1970-01-01T00:16:43\.000Z .* is done, attempt 1, term 2 .*; the ledger's last record of it is running, attempt 1, term 2/)]);
+
+    const missing = scheduled();
+    missing.runs.pop();
+    expect(violationsOf(runScheduled(missing))).toEqual([expect.stringMatching(/in the ledger \(ledger #\d+\) but not in the runs table$/)]);
+
+    const unseen = scheduled();
+    unseen.runs.push({ ns: 'chaos', name: NAME, slot: T0 + 9000, state: 'missed', attempt: 0, term: 2, candidateId: B });
+    expect(violationsOf(runScheduled(unseen))).toEqual([expect.stringMatching(/never appeared in the ledger$/)]);
+  });
+
+  test('a scheduled run without any claim has nothing to check, and fails (r)', () => {
+    const { rows, events } = clean();
+    expect(violationsOf(run(rows, events, [], { scheduled: true, runs: [] }))).toEqual(['no slot was claimed: nothing to check']);
+  });
+});
+
 describe('chaos checker, group mode (one LeaderElectorGroup per worker, fenced writes per namespace)', () => {
   const NS = ['chaos-0', 'chaos-1'];
   type GroupRow = Row & { ns: string };
@@ -591,6 +749,17 @@ describe('chaos checker, group mode (one LeaderElectorGroup per worker, fenced w
     expect(a.violations).toHaveLength(1);
     expect(a.violations[0]).toMatch(/^chaos-1: ledger #9: worker 0 wrote seq 3 under term 1 while the leader row held term 1 \(holder b/);
     expect(result.stats.staleWritesByNamespace).toEqual({ [NS[0]!]: 0, [NS[1]!]: 1 });
+  });
+
+  test('(r) per namespace: a claim under a term another worker holds there fails, naming that namespace; no claim in any namespace has nothing to check', () => {
+    const input = group();
+    // A claims in chaos-1 under term 1 of chaos-1, which B holds; B's claim and completion there are clean.
+    input.rows.push({ ns: NS[1]!, ...claim(1, B, T0 + 1000, 1, T0 + 1650) }, { ns: NS[1]!, ...job(1, B, T0 + 1000, 1, T0 + 1651) }, { ns: NS[1]!, ...finish(1, B, T0 + 1000, 1, T0 + 1652) });
+    input.rows.push({ ns: NS[1]!, ...claim(1, A, T0 + 2000, 1, T0 + 2050) });
+    const result = runGroup(input, { requireSecondTerm: false, scheduled: true });
+    expect(failed(result)).toEqual(['r']);
+    expect(result.checks.find((c) => c.id === 'r')!.violations).toEqual([expect.stringMatching(/^chaos-1: ledger #12: attempt 1 claimed for slot .* by a\S+ under term 1, which b\S+ holds$/)]);
+    expect(failed(runGroup(group(), { requireSecondTerm: false, scheduled: true }))).toEqual(['r']);
   });
 
   test('(m) one term of a namespace held by two workers — by the ledger, their reports or the history — fails the run', () => {

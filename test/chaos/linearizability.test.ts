@@ -11,15 +11,22 @@ const { checkHistory, formatResult } = require('../../tools/chaos/linearizabilit
   checkHistory: (entries: Entry[], options: Record<string, unknown>) => Result;
   formatResult: (result: Result) => string;
 };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { historyOfRun } = require('../../tools/chaos/run-history') as {
+  historyOfRun: (run: { records: Array<Array<Record<string, unknown>>>; ledger: Array<Record<string, unknown>>; watches: unknown[]; watchedNs: string }) => {
+    entries: Entry[];
+    problems: string[];
+  };
+};
 
 interface Entry {
   process: string;
   caller?: string;
   ns?: string;
-  op: 'elect' | 'write' | 'watch' | 'vacate';
+  op: 'elect' | 'write' | 'claim' | 'watch' | 'vacate';
   invokeAt?: number | null;
   returnAt?: number | null;
-  args?: { term: number };
+  args?: { term: number; slot?: string; attempt?: number };
   result?: unknown;
 }
 interface Result {
@@ -70,6 +77,15 @@ const write = (p: string, term: number, from: number, to: number | null, insertA
   invokeAt: T0 + from,
   returnAt: to === null ? null : T0 + to,
   result: { status: 'committed', ...(insertAt === undefined ? {} : { at: T0 + insertAt }) },
+});
+/** A schedule's slot claimed under `term`, its run row written at `insertAt`; `to` null: its job never started. */
+const claim = (p: string, term: number, from: number, to: number | null, insertAt: number, attempt = 1): Entry => ({
+  process: p,
+  op: 'claim',
+  args: { term, slot: 'S', attempt },
+  invokeAt: T0 + from,
+  returnAt: to === null ? null : T0 + to,
+  result: { status: 'committed', at: T0 + insertAt },
 });
 const refused = (p: string, term: number, from: number, to: number, current: number, leaderId: string | null): Entry => ({
   process: p,
@@ -182,6 +198,17 @@ describe('linearizability checker: legitimate histories are accepted', () => {
     ]);
   });
 
+  test('claims of a slot under the live term: before a takeover (its job never started), and again under the next term', () => {
+    expectAccepted([...aLeads(), claim('A', 1, 1000, null, 1010), follow('B', null, 1, 2750), acquire('B', 2, 2800), claim('B', 2, 2810, 2850, 2830, 2)]);
+  });
+
+  test('a fenced write and a claim of one frozen process share the fence, both committing after the lease\'s time ran out; the grant waits for both', () => {
+    // Both asserted while A's lease (to +2.7 s) was live; the process froze; both inserted at
+    // +3.0 s. Fences share the row's lock: nobody took over meanwhile, and A's next term came after.
+    expectAccepted([...aLeads(), write('A', 1, 1000, 3050, 3000), claim('A', 1, 1000, 3060, 3010), acquire('A', 2, 3100)]);
+    expectRejected([...aLeads(), write('A', 1, 1000, 3050, 3000), claim('A', 1, 1000, 3060, 3010), acquire('B', 2, 2800, 2790, 2810)], /no linearization/);
+  });
+
   test('namespaces are independent registers', () => {
     const result = expectAccepted([
       { ...acquire('A', 1, 100), ns: 'x' },
@@ -202,6 +229,19 @@ describe('linearizability checker: violations are rejected', () => {
     // Fencing would have made the grant wait for the write's commit: an insert at +2.85 s cannot
     // precede a grant decided at +2.8 s.
     expectRejected([...aLeads(), acquire('B', 2, 2800, 2790, 2810), write('A', 1, 2600, 2950, 2850)], /A write \(term 1\)/);
+  });
+
+  test('a slot claimed under term 1 after term 2 was granted', () => {
+    expectRejected([...aLeads(), acquire('B', 2, 2800), claim('A', 1, 2600, 2950, 2900)], /stale claim: committed under term 1, but the register is at term 2/);
+  });
+
+  test('a slot claimed under term 1 after term 2 was granted, though its job never started (no return)', () => {
+    // The run row's write at +2.9 s, after the grant decided at +2.8 s: fencing forbids that order.
+    expectRejected([...aLeads(), acquire('B', 2, 2800, 2790, 2810), claim('A', 1, 2000, null, 2900)], /A claim of slot S, attempt 1 \(term 1\)/);
+  });
+
+  test('a slot claimed by a worker that never held the term', () => {
+    expectRejected([...aLeads(), claim('B', 1, 1000, 1050, 1020)], /stale claim: committed under term 1, but the register is at term 1 held by A/);
   });
 
   test('two holders at once: term 2 granted while term 1\'s renewed lease was live', () => {
@@ -357,6 +397,59 @@ const STEPS = 400;
 
 /** A copy of `entry` as one call strictly after `t` (so it must be linearized after whatever returned by `t`). */
 const after = (t: number) => ({ invokeAt: t + 20, returnAt: t + 60 });
+
+describe('a chaos run as a history: the schedule\'s claims and run.transactions', () => {
+  const A = 'aaaaaaaa-0000-4000-8000-000000000000';
+  const S1 = T0 + 1000;
+  const S2 = T0 + 2000;
+  const S3 = T0 + 3000;
+  const p = 'w0-1';
+  const jobRecord = (type: string, slot: number, at: number) => ({ p, f: 'job', type, ns: 'chaos', name: 'n', slot, attempt: 1, term: 1, at: T0 + at });
+  const row = (id: number, kind: string, slot: number, at: number, holder = A) => ({ id, kind, ns: 'chaos', term: 1, holder, worker: 0, seq: null, leaseUntil: null, name: 'n', slot, attempt: 1, at: T0 + at });
+  const S4 = T0 + 4000;
+  /**
+   * Elected for term 1 at +0.1 s; S1's job ran and committed; S2's started and never returned
+   * (its process's answer lost); S3 claimed at +2.6 s, its job never started: the leadership ended
+   * locally and came back under the same term at +2.7 s, whose run ran S4's job.
+   */
+  const records = () => [
+    [
+      { p, f: 'start', at: T0, candidateId: A, slot: 0, namespaces: ['chaos'] },
+      { p, f: 'elected', at: T0 + 100, ns: 'chaos', term: 1 },
+      jobRecord('start', S1, 1010),
+      jobRecord('committed', S1, 1030),
+      jobRecord('start', S2, 2010),
+      { p, f: 'elected', at: T0 + 2700, ns: 'chaos', term: 1 },
+      jobRecord('start', S4, 4010),
+    ],
+  ];
+  const ledger = () => [row(1, 'claim', S1, 1005), row(2, 'job', S1, 1020), row(3, 'claim', S2, 2005), row(4, 'claim', S3, 2600), row(5, 'claim', S4, 4005)];
+
+  test('each claim is a call from its leadership\'s start or previous job\'s return to its own job\'s start; each committed job row a fenced write', () => {
+    const { entries, problems } = historyOfRun({ records: records(), ledger: ledger(), watches: [], watchedNs: 'chaos' });
+    expect(problems).toEqual([]);
+    const claims = entries.filter((e) => e.op === 'claim').map((e) => [e.args?.slot, e.invokeAt! - T0, e.returnAt === null ? null : e.returnAt! - T0]);
+    expect(claims).toEqual([
+      [new Date(S1).toISOString(), 100, 1010],
+      [new Date(S2).toISOString(), 1030, 2010],
+      // No job: of either leadership of term 1, so from the first one on.
+      [new Date(S3).toISOString(), 100, null],
+      [new Date(S4).toISOString(), 2700, 4010],
+    ]);
+    expect(checkHistory(entries.filter((e) => e.op === 'claim' || e.op === 'write').concat([{ ...acquire(p, 1, 50), caller: A, ns: 'chaos' }]), { leaseMs: 10_000, t0: T0 }).verdict).toBe('ok');
+    // S1's run.transaction committed its row; S2's, never answered and without a row, had no effect the checker knows of.
+    const jobs = entries.filter((e) => e.op === 'write');
+    expect(jobs).toEqual([expect.objectContaining({ args: { term: 1 }, invokeAt: T0 + 1010, returnAt: T0 + 1030, result: { status: 'committed', at: T0 + 1020 } })]);
+  });
+
+  test('a claim or job row no worker\'s log explains, or a committed job without its row, is a problem', () => {
+    const B = 'bbbbbbbb-0000-4000-8000-000000000000';
+    const unexplained = historyOfRun({ records: records(), ledger: [...ledger(), row(6, 'claim', T0 + 5000, 5005, B)], watches: [], watchedNs: 'chaos' });
+    expect(unexplained.problems).toEqual([expect.stringMatching(/^ledger #6: a claim of slot .* by bbbbbbbb\S+ that no worker's log explains$/)]);
+    const lost = historyOfRun({ records: records(), ledger: ledger().filter((r) => r.kind !== 'job'), watches: [], watchedNs: 'chaos' });
+    expect(lost.problems).toEqual([expect.stringMatching(/^w0-1: the job of slot .* \(attempt 1\) committed, but the ledger lacks its row$/)]);
+  });
+});
 
 describe('linearizability checker: random histories of the lease register', () => {
   test.each(SEEDS)('seed %i: a jittered history of the register is accepted', (seed) => {

@@ -73,9 +73,9 @@ describe('gemstone-election demo: signals and clean-up', () => {
 
     const tables = await sqliteTables(file);
     if (keep) {
-      expect(tables).toEqual([...DEMO_TABLES, 'gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader'].sort());
+      expect(tables).toEqual([...DEMO_TABLES, 'gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader', 'gemstone_election_run'].sort());
     } else {
-      expect(tables).toEqual(['gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader']);
+      expect(tables).toEqual(['gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader', 'gemstone_election_run']);
       expect(stdout).toMatch(/demo tables gemstone_demo_ledger, gemstone_demo_term: dropped \(--keep keeps them\)/);
     }
     const ds = await initDb(`sqlite:${file}`, { createTables: false });
@@ -118,7 +118,7 @@ describe('gemstone-election demo: a wrapper killed with SIGKILL', () => {
       const pids = workerPids(output);
       expect(pids).toHaveLength(3);
       expect(pids.filter(alive)).toEqual([]);
-      expect(await sqliteTables(file)).toEqual(['gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader']);
+      expect(await sqliteTables(file)).toEqual(['gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader', 'gemstone_election_run']);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -208,7 +208,7 @@ describe('gemstone-election errors and help', () => {
   test('no --url and no variable: the hint names the application database, not a SQLite file to create', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-cli-nourl-'));
     try {
-      for (const command of ['status', 'history', 'watch', 'dashboard']) {
+      for (const command of ['status', 'history', 'runs', 'watch', 'dashboard']) {
         const result = await runCli(command === 'dashboard' ? [command, '--port', '0'] : [command], { cwd: dir });
         expectOneLineError(result, /no database given: /);
         expectUrlAdvice(result.stderr);
@@ -217,7 +217,7 @@ describe('gemstone-election errors and help', () => {
       // An empty gemstone.sqlite in the working directory (a file left by something else): the
       // tables are missing there, and the advice is still to name the application's database.
       fs.writeFileSync(path.join(dir, 'gemstone.sqlite'), '');
-      for (const command of ['status', 'history', 'watch', 'dashboard']) {
+      for (const command of ['status', 'history', 'runs', 'watch', 'dashboard']) {
         const result = await runCli(command === 'dashboard' ? [command, '--port', '0'] : [command], { cwd: dir });
         expectOneLineError(result, /tables? (are|is) missing in sqlite:gemstone\.sqlite, the file the CLI opens when no database is given: /);
         expectUrlAdvice(result.stderr);

@@ -75,6 +75,13 @@ describeInBrowser('dashboard authorize hooks in a browser', (browser: () => Brow
         expect(response?.status()).toBe(200);
         // `live` only once the EventSource opened: the stream request was authorized too.
         await page.locator('#live[data-state="live"]').waitFor({ timeout: 10_000 });
+        // The leader card fills from the stream's first event or the first read, whichever answers
+        // first; on a loaded machine that can come after the stream opened.
+        await page
+          .locator('[data-field="leader-id"]', { hasText: elector.candidateId })
+          .first()
+          .waitFor({ timeout: 10_000 })
+          .catch(() => undefined);
         expect(await page.locator('[data-field="leader-id"]').first().textContent()).toBe(elector.candidateId);
         expect(await incidents()).toEqual({ pwned: undefined, violations: [], errors: [] });
       }

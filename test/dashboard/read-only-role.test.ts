@@ -14,7 +14,7 @@ import { waitFor } from '../elector/helpers';
 import { openEvents, serveDashboard } from './support/http';
 import { lockTables, runningStatements, waitingForLocks } from './support/locks';
 
-const TABLES = ['gemstone_election_candidate', 'gemstone_election_leader', 'gemstone_election_history'];
+const TABLES = ['gemstone_election_candidate', 'gemstone_election_leader', 'gemstone_election_history', 'gemstone_election_run'];
 
 describeEachDatabase(
   'dashboard on a SELECT-only role',
@@ -66,7 +66,7 @@ describeEachDatabase(
       const ds = await initDb(roleUrl, { createTables: false });
       const served = await serveDashboard(createDashboard({ dataSource: ds }));
       try {
-        for (const path of ['/api/overview', '/api/overview/timeline', '/api/namespace?ns=read-only', '/api/namespace/timeline?ns=read-only']) {
+        for (const path of ['/api/overview', '/api/overview/timeline', '/api/namespace?ns=read-only', '/api/namespace/timeline?ns=read-only', '/api/namespace/schedules?ns=read-only']) {
           expect({ path, status: (await fetch(`${served.url}${path}`)).status }).toEqual({ path, status: 200 });
         }
         const overview = (await (await fetch(`${served.url}/api/overview`)).json()) as { rows: { ns: string; leaderId: string }[] };

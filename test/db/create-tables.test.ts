@@ -42,7 +42,7 @@ describeEachDatabase('initDb createTables', (db) => {
     // every DDL statement names an election table, none the application's
     expect(log.ddl().length).toBeGreaterThan(0);
     for (const statement of log.ddl()) {
-      expect(statement).toMatch(/gemstone_election_(candidate|leader|history)/);
+      expect(statement).toMatch(/gemstone_election_(candidate|leader|history|run)/);
       expect(statement).not.toMatch(/app_(widget|gadget)/);
     }
 

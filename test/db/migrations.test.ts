@@ -13,7 +13,8 @@ import { ELECTION_TABLES, schemaDump, tableNames } from './support/schema';
 
 const FIRST_MIGRATION = 'GemstoneElectionTables1763683200000';
 const IDENTITY_MIGRATION = 'GemstoneElectionIdentity1795392000000';
-const MIGRATION_NAMES = [FIRST_MIGRATION, IDENTITY_MIGRATION];
+const RUNS_MIGRATION = 'GemstoneElectionRuns1796256000000';
+const MIGRATION_NAMES = [FIRST_MIGRATION, IDENTITY_MIGRATION, RUNS_MIGRATION];
 
 /** A DataSource on a fresh database that lists the plugin's migrations, as an application would. */
 async function migratingDataSource(db: TestDatabase, extra: Partial<DataSourceOptions> = {}): Promise<DataSource> {
@@ -48,7 +49,7 @@ describeEachDatabase('migrations', (db) => {
     expect(log.ddl().filter((s) => /gemstone_election/.test(s)).length).toBeGreaterThan(0);
     if (db.kind === 'mariadb') {
       const nsColumns = ((await schemaDump(ds, ELECTION_TABLES)).columns as Array<Record<string, unknown>>).filter((c) => c.column_name === 'ns');
-      expect(nsColumns.map((c) => c.collation_name)).toEqual(['utf8mb4_nopad_bin', 'utf8mb4_nopad_bin', 'utf8mb4_nopad_bin']);
+      expect(nsColumns.map((c) => c.collation_name)).toEqual(['utf8mb4_nopad_bin', 'utf8mb4_nopad_bin', 'utf8mb4_nopad_bin', 'utf8mb4_nopad_bin']);
     }
     await expectExactNamespaces(ds);
   });
@@ -63,6 +64,9 @@ describeEachDatabase('migrations', (db) => {
     expect(await tableNames(ds)).toEqual([...ELECTION_TABLES, 'migrations'].sort());
     expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(reference);
 
+    await ds.undoLastMigration(); // the runs step: the runs table goes
+    expect(await tableNames(ds)).toEqual(['gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader', 'migrations']);
+    expect((await query<{ name: string }>(ds, 'SELECT name FROM migrations')).map((r) => r.name)).toEqual([FIRST_MIGRATION, IDENTITY_MIGRATION]);
     await ds.undoLastMigration(); // the identity step: history table and candidate columns go
     expect(await tableNames(ds)).toEqual(['gemstone_election_candidate', 'gemstone_election_leader', 'migrations']);
     expect((await query<{ name: string }>(ds, 'SELECT name FROM migrations')).map((r) => r.name)).toEqual([FIRST_MIGRATION]);
@@ -142,6 +146,7 @@ describeEachDatabase(
       expect(await dumpOf(ds, 'app_migrated')).toEqual(await dumpOf(admin, 'public'));
       const id = uuid();
       expect(await new ElectionService(ds).elect(id, { ns: ns() })).toBe(id);
+      await ds.undoLastMigration();
       await ds.undoLastMigration();
       await ds.undoLastMigration();
       expect(await tableNames(ds, 'app_migrated')).toEqual(['migrations']);

@@ -7,8 +7,10 @@ import {
   ElectionCandidate,
   ElectionHistory,
   ElectionLeader,
+  ElectionRun,
   GemstoneDB,
   GemstoneElectionIdentity1795392000000,
+  GemstoneElectionRuns1796256000000,
   GemstoneElectionTables1763683200000,
 } from 'gemstone-utils';
 
@@ -32,8 +34,8 @@ class PluginMigration {
 
 describe('GemstoneDB', () => {
   test('lists the election entities and migrations once importing gemstone-utils registered them', () => {
-    expect(GemstoneDB.entities).toEqual([ElectionCandidate, ElectionLeader, ElectionHistory]);
-    expect(GemstoneDB.migrations).toEqual([GemstoneElectionTables1763683200000, GemstoneElectionIdentity1795392000000]);
+    expect(GemstoneDB.entities).toEqual([ElectionCandidate, ElectionLeader, ElectionHistory, ElectionRun]);
+    expect(GemstoneDB.migrations).toEqual([GemstoneElectionTables1763683200000, GemstoneElectionIdentity1795392000000, GemstoneElectionRuns1796256000000]);
   });
 
   test('register is idempotent: the same entities and migrations again add nothing', () => {
@@ -56,9 +58,9 @@ describe('GemstoneDB', () => {
       expect(registry.entities).toEqual([PluginEntity, OtherPluginEntity]);
       expect(registry.migrations).toEqual([PluginMigration]);
 
-      const election = load('gemstone-utils/election') as { ElectionCandidate: unknown; ElectionLeader: unknown; ElectionHistory: unknown };
-      expect(registry.entities).toEqual([PluginEntity, OtherPluginEntity, election.ElectionCandidate, election.ElectionLeader, election.ElectionHistory]);
-      expect(registry.migrations.map((m) => m.name)).toEqual(['PluginMigration', 'GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000']);
+      const election = load('gemstone-utils/election') as { ElectionCandidate: unknown; ElectionLeader: unknown; ElectionHistory: unknown; ElectionRun: unknown };
+      expect(registry.entities).toEqual([PluginEntity, OtherPluginEntity, election.ElectionCandidate, election.ElectionLeader, election.ElectionHistory, election.ElectionRun]);
+      expect(registry.migrations.map((m) => m.name)).toEqual(['PluginMigration', 'GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000', 'GemstoneElectionRuns1796256000000']);
     });
   });
 
@@ -83,7 +85,7 @@ describe('GemstoneDB', () => {
   test('a copy the caller changes does not change the registry', () => {
     const entities = [...GemstoneDB.entities];
     entities.length = 0;
-    expect(GemstoneDB.entities).toEqual([ElectionCandidate, ElectionLeader, ElectionHistory]);
+    expect(GemstoneDB.entities).toEqual([ElectionCandidate, ElectionLeader, ElectionHistory, ElectionRun]);
     expect(GemstoneDB.entities).not.toBe(GemstoneDB.entities); // a new copy each time, not a shared view
   });
 

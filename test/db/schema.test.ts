@@ -1,7 +1,8 @@
 /**
  * The tables as the database describes them: column names and order, types,
  * nullability, primary keys, the (ns, expires_at) index and `term` ≥ 0 with default 0; the
- * candidate's metadata, priority (default 0) and eligibility (default true), the history table.
+ * candidate's metadata, priority (default 0) and eligibility (default true), the history table,
+ * the runs table of schedules.
  */
 import type { DataSource } from 'typeorm';
 import { describeEachDatabase, query, TestDatabase, uuid } from '../support/databases';
@@ -164,6 +165,26 @@ describeEachDatabase('election schema', (db) => {
       primaryKey: ['ns', 'term'],
     });
     expect(await indexColumns(db, ds, 'gemstone_election_history', 'IDX_gemstone_election_history_ended_at')).toEqual(['ended_at']);
+  });
+
+  test('gemstone_election_run: columns, primary key (ns, name, slot), indexes (slot, ns, name, finished_at) and (ns, slot, name)', async () => {
+    expect(await describeTable(db, ds, 'gemstone_election_run')).toEqual({
+      columns: [
+        { name: 'ns', type: 'string(255)', nullable: false, default: null },
+        { name: 'name', type: 'string(100)', nullable: false, default: null },
+        { name: 'slot', type: 'instant(ms)', nullable: false, default: null },
+        { name: 'state', type: 'string(16)', nullable: false, default: null },
+        { name: 'attempt', type: 'integer', nullable: false, default: null },
+        { name: 'term', type: 'bigint', nullable: false, default: null },
+        { name: 'candidate_id', type: 'uuid', nullable: false, default: null },
+        { name: 'started_at', type: 'instant(ms)', nullable: true, default: null },
+        { name: 'finished_at', type: 'instant(ms)', nullable: true, default: null },
+        { name: 'error', type: 'text', nullable: true, default: null },
+      ],
+      primaryKey: ['ns', 'name', 'slot'],
+    });
+    expect(await indexColumns(db, ds, 'gemstone_election_run', 'IDX_gemstone_election_run_slot')).toEqual(['slot', 'ns', 'name', 'finished_at']);
+    expect(await indexColumns(db, ds, 'gemstone_election_run', 'IDX_gemstone_election_run_ns_slot')).toEqual(['ns', 'slot', 'name']);
   });
 
   test('gemstone_election_leader: columns, primary key (ns), term BIGINT NOT NULL DEFAULT 0', async () => {

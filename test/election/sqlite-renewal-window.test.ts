@@ -97,19 +97,22 @@ describeEachDatabase(
         await waitFor('the first term', () => elected.length === 1);
         late.arm();
         await waitFor('the late renewal', () => late.fired);
-        await waitFor('the second term', () => elected.length === 2);
+        await waitFor('a later term', () => elected.length === 2);
       } finally {
         await group.stop();
       }
-      expect(elected).toEqual([1, 2]);
+      // The tick that was held is a takeover: term 2, never term 1 renewed. The group may not lead
+      // term 2 itself: the tick began before the hold, so its local deadline for term 2 can have
+      // passed when the answer arrives (sqlite3 logs the program before sending it); then term 2
+      // lapses unled and a later tick takes term 3 (seen once, with test:ha beside the 0.3 run).
+      expect(elected[0]).toBe(1);
+      expect(elected[1]).toBeGreaterThanOrEqual(2);
       const history = await historyOf(ds, ns);
-      expect(history.map((h) => [h.term, h.endReason])).toEqual([
-        [1, 'expired'],
-        [2, 'unregistered'],
-      ]);
-      // Term 1 ended at its lease's end, before term 2 began.
-      const [row] = await query<{ acquired_at: string }>(ds, 'SELECT acquired_at FROM gemstone_election_history WHERE ns = ? AND term = 2', [ns]);
-      expect(history[0]!.endedAt!).toBeLessThanOrEqual(instantMs(row!.acquired_at));
+      expect(history.map((h) => h.term)).toEqual(Array.from({ length: elected[1]! }, (_, i) => i + 1));
+      expect(history.map((h) => h.endReason)).toEqual([...history.slice(0, -1).map(() => 'expired'), 'unregistered']);
+      // Each term ended at its lease's end, before the next began.
+      const acquired = await query<{ term: number; acquired_at: string }>(ds, 'SELECT term, acquired_at FROM gemstone_election_history WHERE ns = ? ORDER BY term', [ns]);
+      for (const [i, entry] of history.slice(0, -1).entries()) expect(entry.endedAt!).toBeLessThanOrEqual(instantMs(acquired[i + 1]!.acquired_at));
     });
   },
   { kinds: ['sqlite'] },

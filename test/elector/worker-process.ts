@@ -19,6 +19,18 @@ export interface WorkerConfig {
   dataSource?: Record<string, unknown>;
   /** Report every acquisition and renewal ('tick' lines). */
   ticks?: boolean;
+  /** Anything else a worker other than elector-worker.js reads from its configuration. */
+  [field: string]: unknown;
+}
+
+/** How a worker process is started, when not elector-worker.js as it is. */
+export interface WorkerLaunch {
+  /** The worker script (default elector-worker.js). */
+  script?: string;
+  /** Preloaded modules (`node -r`) after the TypeORM line's. */
+  preload?: readonly string[];
+  /** Environment variables added to the test's. */
+  env?: Record<string, string>;
 }
 
 export interface WorkerLine {
@@ -36,10 +48,11 @@ export class WorkerProcess {
   candidateId = '';
   private readonly child: ChildProcessWithoutNullStreams;
 
-  constructor(config: WorkerConfig) {
-    this.child = spawn(process.execPath, ['-r', TYPEORM_LINE, WORKER], {
+  constructor(config: WorkerConfig, launch: WorkerLaunch = {}) {
+    const preload = [TYPEORM_LINE, ...(launch.preload ?? [])].flatMap((file) => ['-r', file]);
+    this.child = spawn(process.execPath, [...preload, launch.script ?? WORKER], {
       cwd: ROOT,
-      env: { ...process.env, ELECTOR_WORKER_CONFIG: JSON.stringify(config) },
+      env: { ...process.env, ...launch.env, ELECTOR_WORKER_CONFIG: JSON.stringify(config) },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let buffer = '';

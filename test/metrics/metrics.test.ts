@@ -4,15 +4,13 @@
  * asserted on both — an election, a failover counted with its reasons, a broken connection
  * counted as errors, and the database clock skew.
  */
-import type { DataSource } from 'typeorm';
-import { Registry } from 'prom-client';
-import { initDb, LeaderElector } from 'gemstone-utils';
-import { createOpenTelemetryMetrics, createPrometheusMetrics, ElectorMetrics, METRIC_NAMES } from 'gemstone-utils/metrics';
+import { initDb } from 'gemstone-utils';
+import { METRIC_NAMES } from 'gemstone-utils/metrics';
 import { describeEachDatabase, TestDatabase } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 import { waitFor } from '../elector/helpers';
 import { TcpProxy } from '../elector/tcp-proxy';
-import { openTelemetrySdk, parsePrometheusText, Sample, valueOf } from './read';
+import { metricsFixture, parsePrometheusText, valueOf } from './read';
 
 // A 4 s lease: the checks do not depend on its length (the failover is a stop, which vacates),
 // and a 2 s one was lost between the two electors' start() in a CI run under extra CPU load.
@@ -22,41 +20,8 @@ const SLACK_MS = 3_000;
 const N = METRIC_NAMES;
 
 describeEachDatabase('election metrics (prom-client and OpenTelemetry)', (db) => {
-  let ds: DataSource;
-  let registry: Registry;
-  let otel: ReturnType<typeof openTelemetrySdk>;
-  let metrics: ElectorMetrics[];
-  const electors: LeaderElector[] = [];
-
-  beforeAll(async () => {
-    ds = await db.connect();
-  });
-  beforeEach(() => {
-    registry = new Registry();
-    otel = openTelemetrySdk();
-    metrics = [createPrometheusMetrics({ registry }), createOpenTelemetryMetrics(otel.meter)];
-  });
-  afterEach(async () => {
-    await Promise.all(electors.splice(0).map((e) => e.stop()));
-    for (const m of metrics) m.close();
-    await otel.shutdown();
-  });
-
-  function elector(ns: string, dataSource = ds): LeaderElector {
-    const e = new LeaderElector({ dataSource, ns, expireSeconds: EXPIRE, intervalMs: INTERVAL });
-    e.on('error', () => undefined); // counted by the metrics; the tests assert them there
-    for (const m of metrics) m.attach(e);
-    electors.push(e);
-    return e;
-  }
-
-  /** Both libraries' samples: every assertion runs on each. */
-  async function scrape(): Promise<{ library: string; samples: Sample[] }[]> {
-    return [
-      { library: 'prom-client', samples: parsePrometheusText(await registry.metrics()) },
-      { library: 'OpenTelemetry', samples: await otel.collect() },
-    ];
-  }
+  const f = metricsFixture(db, EXPIRE, INTERVAL);
+  const { elector, scrape } = f;
 
   test('an election and a failover: is_leader, term, transitions by reason, elect durations by outcome, clock skew', async () => {
     const ns = freshNs();
@@ -89,7 +54,7 @@ describeEachDatabase('election metrics (prom-client and OpenTelemetry)', (db) =>
       expect(Math.abs(skew)).toBeLessThanOrEqual(bound + 0.05);
     }
 
-    await waitFor('a renewal', async () => (valueOf(parsePrometheusText(await registry.metrics()), `${N.electDuration}_count`, { ns, outcome: 'renewed' }) ?? 0) >= 1, INTERVAL * 1.1 + SLACK_MS);
+    await waitFor('a renewal', async () => (valueOf(parsePrometheusText(await f.registry.metrics()), `${N.electDuration}_count`, { ns, outcome: 'renewed' }) ?? 0) >= 1, INTERVAL * 1.1 + SLACK_MS);
 
     await a.stop();
     await waitFor('b to take over', () => b.isLeader, INTERVAL * 1.1 + SLACK_MS);
@@ -122,7 +87,7 @@ describeEachDatabase('election metrics (prom-client and OpenTelemetry)', (db) =>
       await broken.cut();
       await waitFor('the local deadline to demote it', () => !e.isLeader, EXPIRE * 1000 + SLACK_MS);
       await broken.fail();
-      await waitFor('failed ticks', async () => (valueOf(parsePrometheusText(await registry.metrics()), N.electErrors, { ns }) ?? 0) >= 1, SLACK_MS + 6_000);
+      await waitFor('failed ticks', async () => (valueOf(parsePrometheusText(await f.registry.metrics()), N.electErrors, { ns }) ?? 0) >= 1, SLACK_MS + 6_000);
       // Over a network, the connection comes back and so does the leadership.
       if (broken.recovers) await waitFor('leadership to come back', () => e.isLeader, EXPIRE * 1000 + INTERVAL * 3 + SLACK_MS);
       // No tick in flight while the two libraries' counts are compared.
@@ -149,8 +114,8 @@ describeEachDatabase('election metrics (prom-client and OpenTelemetry)', (db) =>
     for (const { library, samples } of await scrape()) {
       for (const gauge of [N.isLeader, N.term, N.clockSkew, N.clockSkewError]) expect([library, gauge, valueOf(samples, gauge, { ns })]).not.toContain(undefined);
     }
-    for (const m of metrics) expect(m.electors).toEqual([e]);
-    for (const m of metrics) m.detach(e);
+    for (const m of f.metrics) expect(m.electors).toEqual([e]);
+    for (const m of f.metrics) m.detach(e);
     for (const { library, samples } of await scrape()) {
       // Issue 30's suspicion. prom-client: the gauges of the detached elector's ns are gone.
       // OpenTelemetry cannot delete a series, and its SDK (cumulative) exports a gauge's last value
@@ -169,8 +134,8 @@ describeEachDatabase('election metrics (prom-client and OpenTelemetry)', (db) =>
     for (const { library, samples } of await scrape()) {
       expect([library, valueOf(samples, N.transitions, { ns, reason: 'stopped' })]).toEqual([library, 0]);
     }
-    metrics[0]!.close();
-    expect(await registry.metrics()).not.toMatch(/gemstone_election/);
+    f.metrics[0]!.close();
+    expect(await f.registry.metrics()).not.toMatch(/gemstone_election/);
   });
 });
 

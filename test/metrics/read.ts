@@ -1,8 +1,14 @@
 /**
  * Reading metrics back as a monitoring system would: Prometheus text exposition parsed into
- * samples, and an OpenTelemetry SDK reader's collection flattened to the same shape.
+ * samples, and an OpenTelemetry SDK reader's collection flattened to the same shape; and the
+ * per-test set-up of the metrics tests (a registry and an SDK, both observing the electors).
  */
-import { MeterProvider, MetricReader, DataPointType } from '@opentelemetry/sdk-metrics';
+import type { DataSource } from 'typeorm';
+import { Registry } from 'prom-client';
+import { AggregationTemporality, MeterProvider, MetricReader, DataPointType } from '@opentelemetry/sdk-metrics';
+import { LeaderElector } from 'gemstone-utils';
+import { createOpenTelemetryMetrics, createPrometheusMetrics, ElectorMetrics } from 'gemstone-utils/metrics';
+import type { TestDatabase } from '../support/databases';
 
 export interface Sample {
   name: string;
@@ -38,9 +44,14 @@ class CollectingReader extends MetricReader {
   protected async onShutdown(): Promise<void> {}
 }
 
-/** An SDK MeterProvider whose metrics the test collects on demand, flattened to Prometheus-like samples. */
-export function openTelemetrySdk() {
-  const reader = new CollectingReader();
+/**
+ * An SDK MeterProvider whose metrics the test collects on demand, flattened to Prometheus-like
+ * samples. `temporality` 'cumulative' (the SDK's default) or 'delta' (a gauge's series is in a
+ * collection only if the callback reported it for that collection).
+ */
+export function openTelemetrySdk(temporality: 'cumulative' | 'delta' = 'cumulative') {
+  const chosen = temporality === 'delta' ? AggregationTemporality.DELTA : AggregationTemporality.CUMULATIVE;
+  const reader = new CollectingReader({ aggregationTemporalitySelector: () => chosen });
   const provider = new MeterProvider({ readers: [reader] });
   return {
     meter: provider.getMeter('gemstone-utils-test'),
@@ -72,5 +83,60 @@ export function openTelemetrySdk() {
       return samples;
     },
     shutdown: () => provider.shutdown(),
+  };
+}
+
+/**
+ * Registers the hooks of a metrics test on `db`: before each test a fresh prom-client registry and
+ * OpenTelemetry SDK, each with a metrics object; after it, the electors made by `elector` are
+ * stopped and every metrics object (including ones the test pushed to `metrics`) closed.
+ */
+export function metricsFixture(db: TestDatabase, expireSeconds: number, intervalMs: number) {
+  let ds: DataSource;
+  let registry: Registry;
+  let otel: ReturnType<typeof openTelemetrySdk>;
+  let metrics: ElectorMetrics[];
+  const electors: LeaderElector[] = [];
+
+  beforeAll(async () => {
+    ds = await db.connect();
+  });
+  beforeEach(() => {
+    registry = new Registry();
+    otel = openTelemetrySdk();
+    metrics = [createPrometheusMetrics({ registry }), createOpenTelemetryMetrics(otel.meter)];
+  });
+  afterEach(async () => {
+    await Promise.all(electors.splice(0).map((e) => e.stop()));
+    for (const m of metrics) m.close();
+    await otel.shutdown();
+  });
+
+  return {
+    get ds(): DataSource {
+      return ds;
+    },
+    get registry(): Registry {
+      return registry;
+    },
+    /** The metrics objects every new elector is attached to: [prom-client, OpenTelemetry, …pushed]. */
+    get metrics(): ElectorMetrics[] {
+      return metrics;
+    },
+    /** An elector attached to every metrics object, stopped after the test; its errors are left to the metrics. */
+    elector(ns: string, dataSource: DataSource = ds): LeaderElector {
+      const e = new LeaderElector({ dataSource, ns, expireSeconds, intervalMs });
+      e.on('error', () => undefined); // counted by the metrics; the tests assert them there
+      for (const m of metrics) m.attach(e);
+      electors.push(e);
+      return e;
+    },
+    /** Both libraries' samples: every assertion runs on each. */
+    async scrape(): Promise<{ library: string; samples: Sample[] }[]> {
+      return [
+        { library: 'prom-client', samples: parsePrometheusText(await registry.metrics()) },
+        { library: 'OpenTelemetry', samples: await otel.collect() },
+      ];
+    },
   };
 }

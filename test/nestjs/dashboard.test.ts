@@ -1,8 +1,8 @@
 /**
  * ElectionModule's `dashboard` option in a real Nest application (platform-express, a child
  * process): the dashboard is served at its path behind the `authorize` hook, on the module's
- * DataSource (the module's own elector shows as leader), and `app.close()` ends its live streams
- * instead of waiting on them.
+ * DataSource (the module's own elector shows as leader, its `@LeaderCron` schedule with its next
+ * slot), and `app.close()` ends its live streams instead of waiting on them.
  */
 import { ChildProcess, fork } from 'child_process';
 import * as fs from 'fs';
@@ -38,7 +38,7 @@ describeEachDatabase(
       child?.kill('SIGKILL');
     });
 
-    const title = 'served at its path behind authorize, on the module\'s DataSource; app.close() ends its streams';
+    const title = 'served at its path behind authorize, on the module\'s DataSource, with its elector\'s schedules; app.close() ends its streams';
     (RUNNABLE ? test : test.skip)(RUNNABLE ? title : `${title} [skipped: TypeORM 0.3 line on Nest ${NEST_MAJOR}]`, async () => {
       let output = '';
       const messages: Record<string, unknown>[] = [];
@@ -72,6 +72,11 @@ describeEachDatabase(
       const overview = (await (await fetch(`${base}/api/overview`, ops)).json()) as { rows: { ns: string; leaderId: string | null }[] };
       expect(overview.rows).toEqual([expect.objectContaining({ ns: 'nest-dashboard', leaderId: expect.any(String) })]);
       expect(output).toMatch(/dashboard mounted at \/ops\/election\//);
+      // The module's elector hosts the @LeaderCron method: the page knows its next slot (3:00 UTC on 1 January).
+      const schedules = (await (await fetch(`${base}/api/namespace/schedules?ns=nest-dashboard`, ops)).json()) as { schedules: { name: string; hosted: boolean; nextSlot: number | null }[] };
+      expect(schedules.schedules).toEqual([expect.objectContaining({ name: 'Reports.yearly', hosted: true, nextSlot: expect.any(Number) })]);
+      const next = new Date(schedules.schedules[0]!.nextSlot!);
+      expect([next.getUTCMonth(), next.getUTCDate(), next.getUTCHours(), next.getUTCMinutes()]).toEqual([0, 1, 3, 0]);
 
       // An open stream: app.close() must end it rather than wait for the client to go.
       const events = await openEvents(`${base}/api/namespace/events?ns=nest-dashboard`, ops.headers);

@@ -16,18 +16,17 @@ import { packageDir } from '../support/packages';
 const run = promisify(execFile);
 
 /**
- * What a SQLite consumer installs besides gemstone-utils (its dependencies included), and the
- * optional peers the documentation's examples use (Nest, prom-client, OpenTelemetry).
+ * What a SQLite consumer installs besides gemstone-utils: its dependencies (read from its
+ * package.json, so a new one is linked too), the peers, and the optional peers the documentation's
+ * examples use (Nest, prom-client, OpenTelemetry).
  */
 const LINKED_PACKAGES = [
+  ...Object.keys((JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies),
   'typeorm',
   'reflect-metadata',
   'better-sqlite3',
   'typescript',
   '@types/node',
-  'cli-table3',
-  'commander',
-  'picocolors',
   '@nestjs/common',
   '@nestjs/core',
   '@nestjs/typeorm',

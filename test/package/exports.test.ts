@@ -124,8 +124,8 @@ describe('package entry points (child processes in the repo root)', () => {
       expect(alone.migrations).toEqual([]);
     }
     for (const loaded of [root, election, nestjs, dashboard]) {
-      expect(loaded.entities).toEqual(['ElectionCandidate', 'ElectionLeader', 'ElectionHistory']);
-      expect(loaded.migrations).toEqual(['GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000']);
+      expect(loaded.entities).toEqual(['ElectionCandidate', 'ElectionLeader', 'ElectionHistory', 'ElectionRun']);
+      expect(loaded.migrations).toEqual(['GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000', 'GemstoneElectionRuns1796256000000']);
     }
   });
 
@@ -133,7 +133,7 @@ describe('package entry points (child processes in the repo root)', () => {
     const [root, db, election] = await Promise.all([probes.root, probes.db, probes.election]);
     const dbApi = ['GemstoneDB', 'initDb', 'getDataSource', 'GemstoneError', 'ValidationError', 'NotInitializedError'];
     const electionApi = [
-      'ElectionService', 'ElectionCandidate', 'ElectionLeader', 'ElectionHistory', 'NotLeaderError', 'ValidationError', 'NotInitializedError',
+      'ElectionService', 'ElectionCandidate', 'ElectionLeader', 'ElectionHistory', 'ElectionRun', 'NotLeaderError', 'ValidationError', 'NotInitializedError',
       'setExpire', 'registerCandidate', 'heartbeat', 'elect', 'isLeader', 'listCandidates', 'unregisterCandidate',
       'getLeader', 'resign', 'assertLeader',
       'watch', 'LeaderWatch', 'getHistory', 'handOver', 'pruneHistory', 'DEFAULT_WATCH_POLL_MS', 'DEFAULT_HISTORY_RETENTION_SECONDS', 'HISTORY_TABLE',
@@ -145,7 +145,7 @@ describe('package entry points (child processes in the repo root)', () => {
       expect.arrayContaining(['createPrometheusMetrics', 'createOpenTelemetryMetrics', 'instrumentElector', 'METRIC_NAMES', 'DEFAULT_ELECT_DURATION_BUCKETS']),
     );
     expect((await probes.nestjs).exports).toEqual(
-      expect.arrayContaining(['ElectionModule', 'LeaderOnly', 'ElectionHealthIndicator', 'ElectionService', 'LeaderElector', 'GemstoneDB', 'DEFAULT_DASHBOARD_PATH']),
+      expect.arrayContaining(['ElectionModule', 'LeaderOnly', 'LeaderCron', 'ElectionHealthIndicator', 'ElectionService', 'LeaderElector', 'GemstoneDB', 'DEFAULT_DASHBOARD_PATH']),
     );
     expect((await probes.dashboard).exports).toEqual(
       expect.arrayContaining(['createDashboard', 'serveDashboard', 'CONTENT_SECURITY_POLICY', 'DEFAULT_DASHBOARD_PORT', 'MAX_PAGE_SIZE', 'MAX_TIMELINE_TERMS']),
@@ -168,7 +168,7 @@ describe('package entry points (child processes in the repo root)', () => {
       elected: true,
       sameClass: true,
       sameRegistry: true,
-      entities: ['ElectionCandidate', 'ElectionLeader', 'ElectionHistory'],
+      entities: ['ElectionCandidate', 'ElectionLeader', 'ElectionHistory', 'ElectionRun'],
     });
   });
 

@@ -75,8 +75,9 @@ describeEachDatabase('naming strategies', (db) => {
     const other = await db.sibling();
     const ds = await other.connect({ namingStrategy: new AppTablesStrategy() } as Partial<DataSourceOptions>);
     const names = await tableNames(ds, db);
-    expect(names).toEqual(expect.arrayContaining(['app_gemstone_election_candidate', 'app_gemstone_election_leader']));
+    expect(names).toEqual(expect.arrayContaining(['app_gemstone_election_candidate', 'app_gemstone_election_leader', 'app_gemstone_election_run']));
     expect(names).not.toContain('gemstone_election_leader');
+    expect(names).not.toContain('gemstone_election_run');
     await elections(ds);
   });
 

@@ -35,12 +35,15 @@ describeEachDatabase(
         'gem_one.gemstone_election_candidate',
         'gem_one.gemstone_election_history',
         'gem_one.gemstone_election_leader',
+        'gem_one.gemstone_election_run',
         'gem_two.gemstone_election_candidate',
         'gem_two.gemstone_election_history',
         'gem_two.gemstone_election_leader',
+        'gem_two.gemstone_election_run',
         'public.gemstone_election_candidate',
         'public.gemstone_election_history',
         'public.gemstone_election_leader',
+        'public.gemstone_election_run',
       ]);
     });
 

@@ -6,7 +6,8 @@ import { randomBytes } from 'crypto';
 import * as mysql from 'mysql2/promise';
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
-import { ElectionService, initDb, LeaderElector } from 'gemstone-utils';
+import { ElectionService, initDb, LeaderElector, pruneRuns } from 'gemstone-utils';
+import { databaseNow, runsStoreOf } from '../schedules/support';
 import { describeEachDatabase, query, sleep, uuid } from '../support/databases';
 
 /** The grants docs/databases.md lists for the runtime role (DDL only for initDb's role). */
@@ -14,6 +15,7 @@ const RUNTIME_GRANTS = {
   gemstone_election_candidate: 'SELECT, INSERT, UPDATE, DELETE',
   gemstone_election_leader: 'SELECT, INSERT, UPDATE',
   gemstone_election_history: 'SELECT, INSERT, UPDATE, DELETE',
+  gemstone_election_run: 'SELECT, INSERT, UPDATE, DELETE',
 } as const;
 
 describeEachDatabase(
@@ -79,6 +81,15 @@ describeEachDatabase(
         expect(await svc.listCandidates({ ns })).toEqual([a, b].sort());
         const info = await svc.getLeader({ ns });
         await ds.transaction((session) => svc.assertLeader(a, { ns, term: info!.term, session }));
+        // Schedule runs: claimed, finished, recorded, read and pruned.
+        const runs = runsStoreOf(ds);
+        const slot = new Date((await databaseNow(ds)).getTime() - 1000);
+        const who = { candidateId: a, term: info!.term };
+        expect(await runs.claim({ ns, name: 'lp', slot }, who, 3)).toMatchObject({ claimed: true });
+        await runs.finish({ ns, name: 'lp', slot }, who, 'done');
+        await runs.record([{ ns, name: 'lp', slot: new Date(slot.getTime() - 1000) }], who, 'missed');
+        expect((await svc.getRuns({ ns })).map((r) => r.state)).toEqual(['done', 'missed']);
+        await pruneRuns(ds, { retentionSeconds: 0 });
         expect(await svc.resign(a, { ns })).toBe(true);
         expect(await svc.elect(b, { ns })).toBe(b);
         await svc.unregisterCandidate(b, { ns });
@@ -127,10 +138,10 @@ describeEachDatabase(
         const tables = await query<{ n: number | string }>(
           owner,
           db.kind === 'postgres'
-            ? "SELECT COUNT(*) AS n FROM pg_tables WHERE tablename IN ('gemstone_election_candidate', 'gemstone_election_leader', 'gemstone_election_history')"
-            : "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN ('gemstone_election_candidate', 'gemstone_election_leader', 'gemstone_election_history')",
+            ? "SELECT COUNT(*) AS n FROM pg_tables WHERE tablename IN ('gemstone_election_candidate', 'gemstone_election_leader', 'gemstone_election_history', 'gemstone_election_run')"
+            : "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN ('gemstone_election_candidate', 'gemstone_election_leader', 'gemstone_election_history', 'gemstone_election_run')",
         );
-        expect(Number(tables[0]!.n)).toBe(3);
+        expect(Number(tables[0]!.n)).toBe(4);
       } finally {
         if (db.kind === 'postgres') {
           await query(owner, `DROP OWNED BY ${ddlRole}`).catch(() => undefined);

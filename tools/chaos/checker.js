@@ -33,7 +33,9 @@
  *     at the end of the quiet tail the leader is a live eligible worker of the highest priority;
  * (l) no two workers report leading at once: each 'elected' report up to its 'demoted' report or
  *     the end of the last lease the ledger gave it, whichever is first (a frozen process reports
- *     late, but its local deadline ended its leadership by then).
+ *     late, but its local deadline ended its leadership by then);
+ * (r) with the workers' schedule (`scheduled`): its claims, final states and job rows against the
+ *     lease history, each slot's attempts, `done` and job rows, and the runs table (runs-check.js).
  *
  * Group mode (`checkGroup`: every worker runs a LeaderElectorGroup over the same namespaces and
  * makes fenced writes per namespace): (a)–(l) per namespace, each failure naming its namespace,
@@ -60,6 +62,8 @@
 /** Database timestamps read back through different paths (trigger arithmetic, the library's Dates) agree to this many ms. */
 const INSTANT_TOLERANCE_MS = 2;
 
+const { checkRuns } = require('./runs-check');
+
 /**
  * (d): the first term is granted within this long of the first worker's start event (that worker
  * connects, reads the schema and runs its first tick; a loaded machine is slow at all three).
@@ -75,12 +79,13 @@ const OUTCOMES = ['action-commit', 'action-fenced', 'action-error'];
  *   slackMs: number, clockToleranceMs: number, runStart: number, stopAt: number, history?: HistoryRow[], watches?: WatchRecord[],
  *   watchFailures?: string[], settings?: SlotSetting[], final?: FinalLeader, lastFaultEnd?: number, settleMs?: number,
  *   requireWrites?: boolean, balance?: boolean, requireSecondTerm?: boolean, startupMs?: number,
- *   expectStalls?: ('before-fence' | 'in-fence')[] }} input
+ *   expectStalls?: ('before-fence' | 'in-fence')[], scheduled?: boolean, runs?: import('./runs-check').RunRow[] }} input
  *   `requireWrites: false`: a namespace without writes is no failure (group mode decides over all of them);
  *   `balance: true`: hand-overs between equal priorities are expected (a balancing group);
  *   `requireSecondTerm: false`: (c) with nothing to check is no failure (group mode decides over all namespaces);
  *   `startupMs`: bound of the first grant after the first worker's start (default {@link STARTUP_MS});
- *   `expectStalls`: the stalls the run's schedule guaranteed ((f) and (i) fail without them).
+ *   `expectStalls`: the stalls the run's schedule guaranteed ((f) and (i) fail without them);
+ *   `scheduled`: the workers ran a schedule, so (r) checks its runs (`runs`: the runs table at the end).
  */
 function check(input) {
   const { events, faults, leaseMs, tickMaxMs, slackMs, clockToleranceMs, stopAt } = input;
@@ -285,6 +290,11 @@ function check(input) {
   add('e', 'no crash or unhandled rejection; work was done', crashes, `${committed} commits logged, ${writes.length} ledger writes`);
 
   const extra = checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarnation, add });
+  if (input.scheduled) {
+    const runs = checkRuns({ ledger, ns: input.ns, runs: input.runs, requireClaims: input.requireWrites !== false });
+    add('r', 'each slot claimed under the live term, attempts 1, 2, … in order, done at most once with exactly one job row; the runs table agrees', runs.violations, runs.detail);
+    Object.assign(extra, runs.stats);
+  }
 
   const count = (/** @type {string} */ ev) => events.filter((e) => e.ev === ev).length;
   /** @type {Record<string, number>} */
@@ -572,7 +582,8 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
 
 /** Numeric stats that add up over namespaces (the rest: the largest, or the first namespace's). */
 const ADDITIVE = ['grants', 'writes', 'staleWrites', 'lateWrites', 'actions', 'fenced', 'actionErrors', 'pausedStarts', 'demotions', 'sameTermReelections', 'historyRows', 'handOvers', 'expiredTerms', 'staleRejected',
-  'judgedActions', 'stallsBeforeFenceFenced', 'stallsInFenceCommitted'];
+  'judgedActions', 'stallsBeforeFenceFenced', 'stallsInFenceCommitted', 'claims', 'reclaims', 'slots', 'doneSlots', 'jobRows', 'runRows', 'failedSlots', 'missedSlots',
+  'abandonedSlots', 'skippedSlots', 'runningSlots'];
 
 /**
  * Group mode: {@link check} per namespace, merged — a check passes only if it passes for every
@@ -639,6 +650,7 @@ function checkGroup(input) {
       `no stall ${where} ended as expected (${where === 'before-fence' ? 'fenced off' : 'committed'}) in any namespace: nothing to check`,
     ])),
     ['i', Boolean(input.histories) && (input.expectStalls ?? []).includes('before-fence') && sum('staleRejected') === 0, 'no write was fenced off in any namespace, though a stall before assertLeader was expected'],
+    ['r', Boolean(input.scheduled) && sum('claims') === 0, 'no slot was claimed in any namespace: nothing to check'],
   ];
   for (const [id, missing, violation] of required) {
     const m = merged.get(id);

@@ -144,6 +144,10 @@ const LEDGER_DDL = {
   worker int,
   seq bigint,
   lease_until double precision,
+  name varchar(100),
+  slot double precision,
+  attempt int,
+  state varchar(16),
   at double precision NOT NULL
 )`,
     `CREATE FUNCTION chaos_lease_change() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -170,6 +174,10 @@ EXECUTE FUNCTION chaos_lease_change()`,
   worker int,
   seq bigint,
   lease_until double,
+  name varchar(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  slot double,
+  attempt int,
+  state varchar(16),
   at double NOT NULL
 ) ENGINE=InnoDB`,
     `CREATE TRIGGER chaos_lease_change AFTER UPDATE ON gemstone_election_leader FOR EACH ROW
@@ -201,6 +209,10 @@ END`,
   worker INTEGER,
   seq INTEGER,
   lease_until REAL,
+  name TEXT,
+  slot REAL,
+  attempt INTEGER,
+  state TEXT,
   at REAL NOT NULL
 )`,
     `CREATE TRIGGER chaos_lease_change AFTER UPDATE ON gemstone_election_leader FOR EACH ROW
@@ -221,30 +233,91 @@ END`,
 };
 
 /**
- * The fenced write a worker makes after `assertLeader` (its last statement before COMMIT), with
- * `?` placeholders: ns, term, holder, worker, seq.
- * @param {Kind} kind
+ * Triggers on the runs table of schedules: every claim of a slot (a run row that is `running`
+ * under a new attempt, term or candidate) and every final state (`done`, `failed`, `abandoned`,
+ * `missed`, `skipped`) goes to the ledger in the claiming or finishing transaction — so the ledger
+ * keeps each attempt, where the runs table keeps only a slot's last. A claim's first insert, the
+ * unclaimed row of attempt 0 that the same transaction claims, and writes that change nothing
+ * (MariaDB's insert-if-absent) are left out.
  */
-function ledgerInsert(kind) {
-  const text = `INSERT INTO chaos_ledger (kind, ns, term, holder, worker, seq, at) VALUES ('write', ?, ?, ?, ?, ?, ${NOW_MS[kind]})`;
+const RUN_CHANGE_COLUMNS = 'kind, ns, term, holder, name, slot, attempt, state, at';
+/** @param {string} slotMs @param {Kind} kind */
+const runChangeValues = (slotMs, kind) =>
+  `CASE WHEN NEW.state = 'running' THEN 'claim' ELSE 'finish' END, NEW.ns, NEW.term, NEW.candidate_id, NEW.name, ${slotMs}, NEW.attempt, NEW.state, ${NOW_MS[kind]}`;
+/** SQL: whether an UPDATE of a run row left what the ledger records as it was, with the kind's null-safe equality. */
+const runUnchanged = (/** @type {(a: string, b: string) => string} */ same) =>
+  `(${['state', 'attempt', 'term', 'candidate_id', 'started_at', 'finished_at'].map((c) => same(`NEW.${c}`, `OLD.${c}`)).join(' AND ')})`;
+const RUNS_DDL = {
+  postgres: [
+    `CREATE FUNCTION chaos_run_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' AND NEW.state = 'running' AND NEW.attempt = 0 THEN RETURN NULL; END IF;
+  IF TG_OP = 'UPDATE' AND ${runUnchanged((a, b) => `${a} IS NOT DISTINCT FROM ${b}`)} THEN RETURN NULL; END IF;
+  INSERT INTO chaos_ledger (${RUN_CHANGE_COLUMNS}) VALUES (${runChangeValues('EXTRACT(EPOCH FROM NEW.slot) * 1000', 'postgres')});
+  RETURN NULL;
+END $$`,
+    `CREATE TRIGGER chaos_run_change AFTER INSERT OR UPDATE ON gemstone_election_run FOR EACH ROW EXECUTE FUNCTION chaos_run_change()`,
+  ],
+  mariadb: ['INSERT', 'UPDATE'].map(
+    (event) => `CREATE TRIGGER chaos_run_${event.toLowerCase()} AFTER ${event} ON gemstone_election_run FOR EACH ROW
+BEGIN
+  IF ${event === 'INSERT' ? "NOT (NEW.state = 'running' AND NEW.attempt = 0)" : `NOT ${runUnchanged((a, b) => `${a} <=> ${b}`)}`} THEN
+    INSERT INTO chaos_ledger (${RUN_CHANGE_COLUMNS})
+    VALUES (${runChangeValues("TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', NEW.slot) / 1000", 'mariadb')});
+  END IF;
+END`,
+  ),
+  sqlite: ['INSERT', 'UPDATE'].map(
+    (event) => `CREATE TRIGGER chaos_run_${event.toLowerCase()} AFTER ${event} ON gemstone_election_run FOR EACH ROW
+WHEN ${event === 'INSERT' ? "NOT (NEW.state = 'running' AND NEW.attempt = 0)" : `NOT ${runUnchanged((a, b) => `${a} IS ${b}`)}`}
+BEGIN
+  INSERT INTO chaos_ledger (${RUN_CHANGE_COLUMNS}) VALUES (${runChangeValues("(julianday(NEW.slot) - 2440587.5) * 86400000.0", 'sqlite')});
+END`,
+  ),
+};
+
+/** `?` placeholders as the driver of `kind` takes them (PostgreSQL: `$1`, `$2`, …). @param {Kind} kind @param {string} text */
+function placeholders(kind, text) {
   if (kind !== 'postgres') return text;
   let i = 0;
   return text.replace(/\?/g, () => `$${++i}`);
 }
 
-/** @param {Awaited<ReturnType<typeof connectAdmin>>} admin */
-async function installLedger(admin) {
-  for (const statement of LEDGER_DDL[admin.kind]) await admin.query(statement);
+/**
+ * The fenced write a worker makes after `assertLeader` (its last statement before COMMIT), with
+ * the driver's placeholders: ns, term, holder, worker, seq.
+ * @param {Kind} kind
+ */
+function ledgerInsert(kind) {
+  return placeholders(kind, `INSERT INTO chaos_ledger (kind, ns, term, holder, worker, seq, at) VALUES ('write', ?, ?, ?, ?, ?, ${NOW_MS[kind]})`);
 }
 
 /**
- * @typedef {{ id: number, kind: 'write' | 'grant' | 'renew' | 'vacate', ns: string, term: number, holder: string | null,
- *   worker: number | null, seq: number | null, leaseUntil: number | null, at: number }} LedgerRow
+ * The write a scheduled job makes in `run.transaction` (committed with its slot's `done`, or not
+ * at all), with the driver's placeholders: ns, term, holder, worker, name, slot (epoch ms), attempt.
+ * @param {Kind} kind
+ */
+function jobInsert(kind) {
+  return placeholders(kind, `INSERT INTO chaos_ledger (kind, ns, term, holder, worker, name, slot, attempt, at) VALUES ('job', ?, ?, ?, ?, ?, ?, ?, ${NOW_MS[kind]})`);
+}
+
+/** The ledger, its lease triggers and the runs table's. @param {Awaited<ReturnType<typeof connectAdmin>>} admin */
+async function installLedger(admin) {
+  for (const statement of [...LEDGER_DDL[admin.kind], ...RUNS_DDL[admin.kind]]) await admin.query(statement);
+}
+
+/**
+ * A ledger row: a fenced `write`, a lease change (`grant`, `renew`, `vacate`), a schedule's `claim`
+ * of a slot or `finish` of it (`state`: done, failed, …), or a scheduled `job`'s write.
+ * `name`, `slot` (epoch ms), `attempt`, `state`: of the schedule's rows, else null.
+ * @typedef {{ id: number, kind: 'write' | 'grant' | 'renew' | 'vacate' | 'claim' | 'finish' | 'job', ns: string, term: number, holder: string | null,
+ *   worker: number | null, seq: number | null, leaseUntil: number | null, at: number,
+ *   name?: string | null, slot?: number | null, attempt?: number | null, state?: string | null }} LedgerRow
  */
 
 /** @param {Awaited<ReturnType<typeof connectAdmin>>} admin @returns {Promise<LedgerRow[]>} */
 async function readLedger(admin) {
-  const rows = await admin.query('SELECT id, kind, ns, term, holder, worker, seq, lease_until, at FROM chaos_ledger ORDER BY id');
+  const rows = await admin.query('SELECT id, kind, ns, term, holder, worker, seq, lease_until, name, slot, attempt, state, at FROM chaos_ledger ORDER BY id');
   const num = (/** @type {unknown} */ v) => (v === null || v === undefined ? null : Number(v));
   return rows.map((r) => ({
     id: Number(r.id),
@@ -256,8 +329,37 @@ async function readLedger(admin) {
     seq: num(r.seq),
     leaseUntil: num(r.lease_until),
     at: Number(r.at),
+    name: r.name ?? null,
+    // Whole milliseconds: SQLite's julianday arithmetic is a float a fraction off.
+    slot: r.slot === null || r.slot === undefined ? null : Math.round(Number(r.slot)),
+    attempt: num(r.attempt),
+    state: r.state ?? null,
   }));
 }
+
+/**
+ * The runs table as it ended, through the library (`getRuns`): one row per slot of the schedule
+ * `name` in each of `namespaces`, with its last claim and its final state. Paged per namespace
+ * (a slot is unique there, so paging by slot skips none).
+ * @param {{ getRuns: (o: { ns: string, name: string, limit: number, before?: Date }) => Promise<any[]> }} service
+ * @param {string[]} namespaces @param {string} name
+ * @returns {Promise<import('./runs-check').RunRow[]>}
+ */
+async function readRuns(service, namespaces, name) {
+  /** @type {import('./runs-check').RunRow[]} */
+  const rows = [];
+  for (const ns of namespaces) {
+    for (let before; ; ) {
+      const page = await service.getRuns({ ns, name, limit: RUNS_PAGE, ...(before === undefined ? {} : { before }) });
+      for (const r of page) rows.push({ ns: r.ns, name: r.name, slot: r.slot.getTime(), state: r.state, attempt: r.attempt, term: r.term, candidateId: r.candidateId });
+      if (page.length < RUNS_PAGE) break;
+      before = page[page.length - 1].slot;
+    }
+  }
+  return rows;
+}
+/** Runs per `getRuns` page. */
+const RUNS_PAGE = 1000;
 
 /** The leader row, if any, as `{ leaderId, term, live }` (database clock). */
 async function readLeader(/** @type {Awaited<ReturnType<typeof connectAdmin>>} */ admin, /** @type {string} */ ns) {
@@ -314,7 +416,9 @@ module.exports = {
   connectAdmin,
   installLedger,
   ledgerInsert,
+  jobInsert,
   readLedger,
+  readRuns,
   readLeader,
   killConnections,
   restartCommand,

@@ -6,10 +6,13 @@
  *
  * State: `term` (0 before the first grant), `holder` (candidate id, or null once vacated), the end
  * of the lease by the database clock — known up to an interval `[leaseLo, leaseHi]`, because
- * clocks are read with a tolerance and some effects are known only to within their call — and two
- * clocks of the linearization: `now`, the time of the last linearization point (points never go
- * back), and `lockFloor`, when the last operation that locks the leader row (an acquisition,
- * renewal or vacate; a fenced write, which holds a share lock until it commits) released it.
+ * clocks are read with a tolerance and some effects are known only to within their call — and
+ * three clocks of the linearization: `now`, the time of the last linearization point (points never
+ * go back); `lockFloor`, when the last operation that locks the leader row (an acquisition, renewal
+ * or vacate; a fenced write, which holds a share lock until it commits) released it; and
+ * `exclusiveFloor`, when the last one that locks it exclusively (an acquisition, renewal or vacate)
+ * did — fences share their lock, so one waits for those only (a worker's fenced write and its
+ * schedule's claim may both hold the row, and both commit after a stall that froze the process).
  *
  * Operations, each linearized at a point τ inside its window, in an order where τ never decreases:
  * - `lead` (an elect that answered "you lead term T"): decided at δ by the database clock, after
@@ -23,9 +26,12 @@
  *   T, and L holding a live lease — or, for nobody, no holder or an ended lease.
  * - `read` (a watch event): the same observation somewhere in its window; a watcher's events are
  *   linearized in the order it yielded them.
- * - `write` (a fenced write that committed): assertLeader at a ≥ lockFloor found the writer
+ * - `write` (a fenced write that committed): assertLeader at a ≥ exclusiveFloor found the writer
  *   holding term t with a live lease, and the write commits at τ ≥ its insert's database time,
  *   still under term t and the same holder (the fence's share lock keeps the row unchanged).
+ * - `claim` (a schedule's slot claimed under term t, its run row written inside the fence): as a
+ *   `write` — the claimer holds term t with a live lease where it is linearized, so a slot claimed
+ *   under term n after term n + 1 was granted has no linearization.
  * - `refused` (assertLeader threw NotLeaderError carrying the row's term and live leader): a locked
  *   read showing that term and leader, and never the writer holding its own term live.
  * - `vacate` (a hand-over or stop): the holder gives the lease up; the term stays.
@@ -35,8 +41,8 @@
  */
 
 /**
- * @typedef {{ term: number, holder: string | null, leaseLo: number, leaseHi: number, now: number, lockFloor: number }} State
- * @typedef {'lead' | 'follow' | 'read' | 'write' | 'refused' | 'vacate' | 'maybe-elect' | 'maybe-vacate'} Kind
+ * @typedef {{ term: number, holder: string | null, leaseLo: number, leaseHi: number, now: number, lockFloor: number, exclusiveFloor: number }} State
+ * @typedef {'lead' | 'follow' | 'read' | 'write' | 'claim' | 'refused' | 'vacate' | 'maybe-elect' | 'maybe-vacate'} Kind
  * @typedef {{
  *   index: number, label: string, process: string, caller: string, ns: string, kind: Kind, optional: boolean,
  *   inv: number, ret: number, lo: number, hi: number, dLo: number, dHi: number, dAt?: number, after: number,
@@ -53,7 +59,7 @@
 
 /** @returns {State} */
 function initialState() {
-  return { term: 0, holder: null, leaseLo: -Infinity, leaseHi: -Infinity, now: -Infinity, lockFloor: -Infinity };
+  return { term: 0, holder: null, leaseLo: -Infinity, leaseHi: -Infinity, now: -Infinity, lockFloor: -Infinity, exclusiveFloor: -Infinity };
 }
 
 /** @param {number} t @param {number} t0 */
@@ -84,6 +90,7 @@ function step(s, op, m) {
     case 'read':
       return observe(s, op, op.kind === 'follow' ? op.dLo : op.lo, op.kind === 'follow' ? op.dHi : op.hi, m);
     case 'write':
+    case 'claim':
       return write(s, op, m);
     case 'refused':
       return refused(s, op, m);
@@ -120,7 +127,7 @@ function lead(s, op, m) {
   if (point > op.hi) return fail(`its effect must be visible by ${m.at(op.hi)}, but the history is already at ${m.at(point)}`);
   const leaseLo = op.leaseLo ?? at + m.leaseMs - m.toleranceMs;
   const leaseHi = op.leaseHi ?? op.dHi + m.leaseMs + m.toleranceMs;
-  return { next: [{ term: op.term, holder: op.caller, leaseLo, leaseHi, now: point, lockFloor: point }] };
+  return { next: [{ term: op.term, holder: op.caller, leaseLo, leaseHi, now: point, lockFloor: point, exclusiveFloor: point }] };
 }
 
 /** A read of (leaderId, term) at a point in [lo, hi]. @param {State} s @param {Op} op @param {number} lo @param {number} hi @param {ModelOptions} m */
@@ -139,11 +146,11 @@ function observe(s, op, lo, hi, m) {
 
 /** @param {State} s @param {Op} op @param {ModelOptions} m */
 function write(s, op, m) {
-  const asserted = Math.max(op.lo, s.lockFloor);
+  const asserted = Math.max(op.lo, s.exclusiveFloor);
   const assertBy = op.insertHi ?? op.hi;
-  if (asserted > assertBy) return fail(`asserted by ${m.at(assertBy)}, but the leader row was locked until ${m.at(s.lockFloor)}`);
+  if (asserted > assertBy) return fail(`asserted by ${m.at(assertBy)}, but the leader row was locked until ${m.at(s.exclusiveFloor)}`);
   if (s.term !== op.writeTerm || s.holder !== op.caller) {
-    return fail(`stale write: committed under term ${op.writeTerm}, but the register is at term ${s.term}${s.holder ? ` held by ${m.who(s.holder)}` : ', vacated'}`);
+    return fail(`stale ${op.kind === 'claim' ? 'claim' : 'write'}: committed under term ${op.writeTerm}, but the register is at term ${s.term}${s.holder ? ` held by ${m.who(s.holder)}` : ', vacated'}`);
   }
   if (s.leaseHi <= asserted) return fail(`fenced at ${m.at(asserted)} or later, but the lease of term ${s.term} ended at ${m.at(s.leaseHi)}`);
   const point = Math.max(s.now, asserted, op.insertLo ?? -Infinity);
@@ -154,8 +161,8 @@ function write(s, op, m) {
 /** @param {State} s @param {Op} op @param {ModelOptions} m */
 function refused(s, op, m) {
   if (op.leaderId === op.caller && op.term === op.writeTerm) return fail(`refused term ${op.writeTerm} while naming itself its live leader`);
-  // assertLeader reads the row under its lock: after the last locking operation released it.
-  return observe(s, op, Math.max(op.lo, s.lockFloor), op.hi, m);
+  // assertLeader reads the row under its share lock: after the last exclusive lock was released.
+  return observe(s, op, Math.max(op.lo, s.exclusiveFloor), op.hi, m);
 }
 
 /** @param {State} s @param {Op} op @param {ModelOptions} m */
@@ -171,7 +178,7 @@ function vacate(s, op, m) {
   if (decided > op.dHi) return fail(`decided by ${m.at(op.dHi)} but the leader row was locked until ${m.at(s.lockFloor)}`);
   const point = Math.max(s.now, op.lo, decided);
   if (point > op.hi) return fail(`had to be visible by ${m.at(op.hi)}, but the history is already at ${m.at(point)}`);
-  return { next: [{ ...s, holder: null, now: point, lockFloor: point }] };
+  return { next: [{ ...s, holder: null, now: point, lockFloor: point, exclusiveFloor: point }] };
 }
 
 /**
@@ -191,7 +198,7 @@ function maybeElect(s, op, m) {
   const free = s.holder === null ? point : Math.max(point, s.leaseLo);
   if (free <= op.dHi) {
     const earliest = Math.max(op.dLo, s.holder === null ? -Infinity : s.leaseLo);
-    next.push({ term: s.term + 1, holder: op.caller, leaseLo: earliest + m.leaseMs - m.toleranceMs, leaseHi, now: free, lockFloor: s.lockFloor });
+    next.push({ term: s.term + 1, holder: op.caller, leaseLo: earliest + m.leaseMs - m.toleranceMs, leaseHi, now: free, lockFloor: s.lockFloor, exclusiveFloor: s.exclusiveFloor });
   }
   return next.length ? { next } : fail(`could neither renew nor acquire: term ${s.term} held by ${m.who(s.holder)}`);
 }

@@ -28,6 +28,8 @@
  *   moment the database decided when there is no exact reading — default: the call itself)
  *   { process, caller?, ns?, op: 'write', args: { term }, invokeAt, returnAt,
  *     result: { status: 'committed', at? } | { status: 'refused', term, leaderId } | null }
+ *   { process, caller?, ns?, op: 'claim', args: { term, slot?, attempt? }, invokeAt, returnAt, result: { status: 'committed', at? } }
+ *   (a schedule's slot claimed under `term`: fenced like a write; `at` the database time of its run row's write)
  *   { process, ns?, op: 'watch', invokeAt?, returnAt, result: { leaderId, term } }   (a process's watch events are in yield order)
  *   { process, caller?, ns?, op: 'vacate', invokeAt, returnAt, result: { term? } | null }
  * `caller` is the candidate id the process elects with (default: `process`). An elect with a null
@@ -46,8 +48,8 @@ const { initialState, step, fmt, short } = require('./lease-model');
 /**
  * @typedef {import('./lease-model').Op} Op
  * @typedef {import('./lease-model').State} State
- * @typedef {{ process: string, caller?: string, ns?: string, op: 'elect' | 'write' | 'watch' | 'vacate', invokeAt?: number | null,
- *   returnAt?: number | null, args?: { term: number }, result?: any }} Entry
+ * @typedef {{ process: string, caller?: string, ns?: string, op: 'elect' | 'write' | 'claim' | 'watch' | 'vacate', invokeAt?: number | null,
+ *   returnAt?: number | null, args?: { term: number, slot?: string, attempt?: number }, result?: any }} Entry
  * @typedef {{ ns: string, kind: 'grant' | 'renew' | 'vacate', term: number, holder: string | null, at: number, leaseUntil: number | null }} Change
  * @typedef {{ leaseMs: number, toleranceMs?: number, changes?: Change[], maxNodes?: number, timeLimitMs?: number,
  *   names?: Record<string, string>, t0?: number }} Options
@@ -153,6 +155,14 @@ function normalize(entries, options, model) {
         ...(r.acquired === undefined ? {} : { acquired: r.acquired }),
         ...(typeof r.leaseEnd === 'number' ? { leaseLo: r.leaseEnd - eps, leaseHi: r.leaseEnd + eps } : {}),
       });
+    } else if (e.op === 'claim') {
+      // A slot claimed in the database under the lease's term: a fenced write of the run row.
+      const r = e.result;
+      const a = /** @type {{ term: number, slot?: string, attempt?: number }} */ (e.args);
+      if (r?.status !== 'committed') continue;
+      const claimLabel = `${e.process} claim of slot ${a.slot ?? '?'}, attempt ${a.attempt ?? '?'} (term ${a.term}) [${model.at(e.invokeAt ?? -Infinity)}, ${model.at(e.returnAt ?? Infinity)}]`;
+      const insert = typeof r.at === 'number' ? { insertLo: r.at - eps, insertHi: r.at + eps } : {};
+      add({ ...base, kind: 'claim', optional: false, writeTerm: a.term, label: `${claimLabel} → claimed${typeof r.at === 'number' ? ` at ${model.at(r.at)}` : ''}`, ...insert });
     } else if (e.op === 'write') {
       const r = e.result;
       const writeTerm = /** @type {{ term: number }} */ (e.args).term;
@@ -271,7 +281,7 @@ const deadlineOf = (op) => (op.kind === 'follow' ? Math.min(op.hi, op.dHi) : op.
  * move are placed just in time.
  * @param {Op} op
  */
-const urgencyOf = (op) => (op.kind === 'write' ? op.insertHi ?? op.hi : op.kind === 'read' || op.kind === 'refused' ? op.hi : op.dHi);
+const urgencyOf = (op) => (op.kind === 'write' || op.kind === 'claim' ? op.insertHi ?? op.hi : op.kind === 'read' || op.kind === 'refused' ? op.hi : op.dHi);
 
 /** Operations that only read the register. */
 const READS = new Set(['follow', 'read', 'refused']);
@@ -338,7 +348,7 @@ function search(ops, model, budget) {
     firstDeadline = Math.min(firstDeadline, /** @type {number} */ (deadlineRank.get(i)));
   };
   const unchanged = (/** @type {State} */ a, /** @type {State} */ b) =>
-    a.now === b.now && a.term === b.term && a.holder === b.holder && a.leaseLo === b.leaseLo && a.leaseHi === b.leaseHi && a.lockFloor === b.lockFloor;
+    a.now === b.now && a.term === b.term && a.holder === b.holder && a.leaseLo === b.leaseLo && a.leaseHi === b.leaseHi && a.lockFloor === b.lockFloor && a.exclusiveFloor === b.exclusiveFloor;
 
   /** The operations that may come next, each with the states it leads to; and why the others cannot. */
   const expand = (/** @type {State} */ s) => {
@@ -394,7 +404,7 @@ function search(ops, model, budget) {
     let key = `${bound}`;
     for (let i = next[HEAD]; i >= 0 && all[i].lo <= bound; i = next[i]) key += `,${i}`;
     if (applied.length) key += `|${[...applied].sort((x, y) => x - y).join(',')}`;
-    return `${key}|${s.term}|${s.holder}|${s.leaseLo}|${s.leaseHi}|${s.now}|${s.lockFloor}`;
+    return `${key}|${s.term}|${s.holder}|${s.leaseLo}|${s.leaseHi}|${s.now}|${s.lockFloor}|${s.exclusiveFloor}`;
   };
 
   /** @type {Set<string>} */

@@ -3,7 +3,9 @@
 /**
  * A worker's operation history for the linearizability checker (linearizability.js): each elect
  * (one line per tick, from the elector's `'tick'` event), each fenced write (one line when it is
- * invoked, one when it returns), the demotions that precede a vacate, and the stop. JSON lines,
+ * invoked, one when it returns), each election (a bound on the claims of slots under its term),
+ * each scheduled job (when it starts — its claim returned — and when its `run.transaction`
+ * returns), the demotions that precede a vacate, and the stop. JSON lines,
  * appended synchronously, so a SIGKILL loses nothing that happened before it; a write with an
  * invocation and no return is an operation in flight when the process died.
  *
@@ -44,6 +46,8 @@ function opRecorder(file, who) {
     follow(elector, ns) {
       elector.on('elected', (/** @type {{ ns: string, term: number }} */ lease) => {
         if (ns === undefined) elected.push([lease.ns, lease.term]);
+        // Before any claim of a slot under this term: a schedule's run of a leadership starts with it and reads the database first.
+        put({ f: 'elected', at: now(), ns: lease.ns, term: lease.term });
       });
       elector.on('demoted', (/** @type {{ ns: string, term: number }} */ lease, /** @type {string} */ reason) => {
         put({ f: 'demoted', at: now(), ns: lease.ns, term: lease.term, reason });
@@ -74,6 +78,19 @@ function opRecorder(file, who) {
     /** @param {number} seq @param {'committed' | 'refused' | 'error'} status @param {Record<string, unknown>} [fields] */
     writeReturned(seq, status, fields = {}) {
       put({ f: 'write', type: status, seq, at: now(), ...fields });
+    },
+
+    /**
+     * A scheduled job began (its slot's claim had returned) and calls `run.transaction` at once.
+     * @param {{ ns: string, name: string, slot: number, attempt: number, term: number }} run
+     */
+    jobStarted(run) {
+      put({ f: 'job', type: 'start', ...run, at: now() });
+    },
+
+    /** @param {{ ns: string, name: string, slot: number, attempt: number }} run @param {'committed' | 'refused' | 'error'} status */
+    jobReturned(run, status) {
+      put({ f: 'job', type: status, ns: run.ns, name: run.name, slot: run.slot, attempt: run.attempt, at: now() });
     },
   };
 }

@@ -26,6 +26,7 @@ function printSummary(summary) {
     ['stalls injected into fenced actions', String(s.stalls)],
     ['stalls inside the fence committed / before it fenced off; writes fenced off', `${s.stallsInFenceCommitted ?? 0} / ${s.stallsBeforeFenceFenced ?? 0}; ${s.fenced}`],
     ['longest time without a leader (with no fault nearby)', `${s.maxGapMs} ms (${s.maxQuietGapMs} ms)`],
+    ...(s.claims === undefined ? [] : [['schedule: claims (re-claims) / slots done / job rows', `${s.claims} (${s.reclaims}) / ${s.doneSlots} / ${s.jobRows}`]]),
     ['output', `${summary.outDir} (timeline.svg, summary.json, workers/*.jsonl)`],
   );
   process.stdout.write(`${stats.toString()}\n${checks.toString()}\n${summary.ok ? pc.green('chaos: PASS') : pc.red('chaos: FAIL')}\n`);

@@ -4,8 +4,9 @@
  * A chaos run as a history for the linearizability checker: the workers' operation logs
  * (op-recorder.js, `<out>/ops/*.jsonl`), the watchers' events (`watches.jsonl`), and the ledger —
  * whose write rows say which fenced writes committed (also those whose caller died or saw an error)
- * and at what database time, and whose trigger rows are the database's log of lease changes that
- * settles the outcomes no caller saw.
+ * and at what database time, whose claim and job rows say the same of the schedule's claims of
+ * slots and `run.transaction`s, and whose lease trigger rows are the database's log of lease
+ * changes that settles the outcomes no caller saw.
  *
  * Usage: `node tools/chaos/run-history.js <out dir>` checks a finished run again (exit 0: linearizable).
  *
@@ -63,6 +64,14 @@ function historyOfRun(run) {
   for (const row of run.ledger) if (row.kind === 'write') committed.set(`${row.holder}\u0000${row.seq}`, row);
   /** @type {Set<string>} */
   const claimedWrites = new Set();
+  /** The schedule's claims and job rows by (candidate, ns, name, slot, attempt). */
+  const runRows = { claims: new Map(), jobs: new Map() };
+  for (const row of run.ledger) {
+    if (row.kind === 'claim') runRows.claims.set(runKey(String(row.holder), row), row);
+    else if (row.kind === 'job') runRows.jobs.set(runKey(String(row.holder), row), row);
+  }
+  /** @type {Set<LedgerRow>} */
+  const explainedRuns = new Set();
 
   for (const records of run.records) {
     const start = records.find((r) => r.f === 'start');
@@ -77,6 +86,7 @@ function historyOfRun(run) {
     const mayVacate = new Set();
     /** @type {Map<number, OpRecord>} */
     const invoked = new Map();
+    const jobs = scheduledJobs(records);
     for (const r of records) {
       if (r.f === 'tick') {
         if (r.outcome === 'error') {
@@ -133,6 +143,10 @@ function historyOfRun(run) {
     // Still in flight when the process ended: the write may have committed, the elect taken effect.
     for (const call of invoked.values()) entries.push(writeEntry(common, call, undefined, committed, claimedWrites, problems));
     for (const ns of namespaces) entries.push({ ...common, ns, op: 'elect', invokeAt: lastAnswer, returnAt: null, result: null });
+    entries.push(...runEntries(common, start.at, jobs, runRows, explainedRuns, problems));
+  }
+  for (const row of [...runRows.claims.values(), ...runRows.jobs.values()]) {
+    if (!explainedRuns.has(row)) problems.push(`ledger #${row.id}: a ${row.kind} of slot ${new Date(Number(row.slot)).toISOString()} (attempt ${row.attempt}, term ${row.term}) by ${names[String(row.holder)] ?? row.holder} that no worker's log explains`);
   }
   for (const [key, row] of committed) {
     if (!claimedWrites.has(key)) problems.push(`ledger #${row.id}: a write of term ${row.term} by ${names[String(row.holder)] ?? row.holder} (seq ${row.seq}) that no worker invoked`);
@@ -143,9 +157,118 @@ function historyOfRun(run) {
   }
   /** @type {Change[]} */
   const changes = run.ledger
-    .filter((row) => row.kind !== 'write')
+    .filter((row) => LEASE_CHANGES.includes(row.kind))
     .map((row) => ({ ns: row.ns, kind: /** @type {'grant' | 'renew' | 'vacate'} */ (row.kind), term: row.term, holder: row.holder, at: row.at, leaseUntil: row.leaseUntil }));
   return { entries, changes, names, problems };
+}
+
+/** The ledger kinds that are the database's log of lease changes. */
+const LEASE_CHANGES = ['grant', 'renew', 'vacate'];
+
+/** A run of a slot: (candidate, ns, schedule, slot, attempt). @param {string} candidate @param {Record<string, any>} r a ledger row or a job record */
+const runKey = (candidate, r) => [candidate, r.ns, r.name, r.slot, r.attempt].join('\u0000');
+
+/**
+ * @typedef {{ ns: string, term: number, at: number }} Election a leadership of this process: when it was told it leads (ns, term)
+ * @typedef {{ start: OpRecord, end: OpRecord | undefined, leadership: Election | undefined }} JobCall
+ * @typedef {{ elections: Election[], calls: JobCall[] }} ProcessJobs
+ */
+
+/**
+ * A process's leaderships (one per 'elected': a local demotion and a re-election under the same
+ * term are two) and scheduled jobs, each with its return, if it returned, and its leadership: the
+ * last one of its (ns, term) told before it started — a run of a leadership starts a job only
+ * while that leadership lasts, in the step that checked so.
+ * @param {OpRecord[]} records @returns {ProcessJobs}
+ */
+function scheduledJobs(records) {
+  /** @type {Election[]} */
+  const elections = [];
+  /** @type {JobCall[]} */
+  const calls = [];
+  /** @type {Map<string, JobCall>} */
+  const open = new Map();
+  for (const r of records) {
+    if (r.f === 'elected') elections.push({ ns: r.ns, term: r.term, at: r.at });
+    if (r.f !== 'job') continue;
+    const run = [r.ns, r.name, r.slot, r.attempt].join('\u0000');
+    if (r.type === 'start') {
+      const leadership = elections.filter((e) => e.ns === r.ns && e.term === r.term).pop();
+      const call = { start: r, end: undefined, leadership };
+      calls.push(call);
+      open.set(run, call);
+    } else {
+      const call = open.get(run);
+      if (call) call.end = r;
+      open.delete(run);
+    }
+  }
+  return { elections, calls };
+}
+
+/**
+ * The schedule's operations of one process, from its log and the ledger: each claim it made (a
+ * fenced write of the run row, logged by the ledger's trigger) and each `run.transaction` (a fenced
+ * write that committed the job's row with `done`).
+ *
+ * A claim's call is not logged (the library makes it), so its window is bounded by what is. A
+ * claim whose job started was made by that job's leadership: after the process was told of it (a
+ * schedule's run of a leadership starts with it) and after that leadership's previous job returned
+ * (the run claims, runs the job, then claims the next); it returned before its job started. A claim
+ * whose job never started (the leadership ended, or the process died, on the way) may be of any
+ * leadership of its term: after the first, returned at some unknown time.
+ * @param {{ process: string, caller: string }} common @param {number} startedAt the process's start
+ * @param {ProcessJobs} jobs @param {{ claims: Map<string, LedgerRow>, jobs: Map<string, LedgerRow> }} rows
+ * @param {Set<LedgerRow>} explained the rows some process's log explains (added to) @param {string[]} problems
+ * @returns {Entry[]}
+ */
+function runEntries(common, startedAt, jobs, rows, explained, problems) {
+  /** @type {Entry[]} */
+  const entries = [];
+  const slotOf = (/** @type {Record<string, any>} */ r) => new Date(Number(r.slot)).toISOString();
+  /** The earliest a claim can have been made: see above. @param {LedgerRow} claim @param {JobCall | undefined} call */
+  const invokedAfter = (claim, call) => {
+    if (!call?.leadership) return jobs.elections.find((e) => e.ns === claim.ns && e.term === claim.term)?.at ?? startedAt;
+    const previous = jobs.calls.filter((c) => c.leadership === call.leadership && c !== call && c.start.at <= call.start.at && c.end);
+    return Math.max(call.leadership.at, ...previous.map((c) => /** @type {OpRecord} */ (c.end).at));
+  };
+  const byRun = new Map(jobs.calls.map((c) => [runKey(common.caller, c.start), c]));
+  for (const [key, claim] of rows.claims) {
+    if (claim.holder !== common.caller) continue;
+    explained.add(claim);
+    const call = byRun.get(key);
+    const returnAt = call ? call.start.at : null;
+    entries.push({
+      ...common,
+      ns: claim.ns,
+      op: 'claim',
+      args: { term: claim.term, slot: slotOf(claim), attempt: Number(claim.attempt) },
+      invokeAt: invokedAfter(claim, call),
+      returnAt,
+      result: { status: 'committed', at: claim.at },
+    });
+  }
+  for (const call of jobs.calls) {
+    const key = runKey(common.caller, call.start);
+    const row = rows.jobs.get(key);
+    const what = `${common.process}: the job of slot ${slotOf(call.start)} (attempt ${call.start.attempt})`;
+    if (!rows.claims.has(key)) problems.push(`${what} ran, but the ledger has no claim of it`);
+    if (call.end?.type === 'committed' && !row) problems.push(`${what} committed, but the ledger lacks its row`);
+    if (call.end?.type === 'refused' && row) problems.push(`${what} was refused (NotLeaderError), but the ledger holds its row`);
+    if (!row) continue; // no effect the checker can know of
+    explained.add(row);
+    entries.push({
+      ...common,
+      ns: call.start.ns,
+      op: 'write',
+      args: { term: call.start.term },
+      invokeAt: call.start.at,
+      // An error may come after the commit went through: then it committed some time after.
+      returnAt: call.end?.type === 'committed' ? call.end.at : null,
+      result: { status: 'committed', at: row.at },
+    });
+  }
+  return entries;
 }
 
 /**

@@ -19,6 +19,12 @@ const number = (/** @type {string} */ value) => {
   return n;
 };
 
+const nonNegative = (/** @type {string} */ value) => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`not a number >= 0: ${value}`);
+  return n;
+};
+
 const integers = (/** @type {string} */ value) =>
   value.split(',').map((part) => {
     const n = Number(part.trim());
@@ -49,6 +55,8 @@ const program = new Command()
   .option('--settle-ms <ms>', 'quiet tail after the last fault, by whose end a top-priority eligible worker must lead (default lease + 4 ticks + 3 s)', number)
   .option('--group <n>', 'group mode: every worker runs a LeaderElectorGroup over n namespaces and makes a fenced write per namespace it leads; checked per namespace', number)
   .option('--balance', 'group mode: the groups balance the namespaces between them (hand-overs under faults)', false)
+  .option('--schedule-ms <ms>', 'period of the schedule every worker runs, whose job writes a ledger row in run.transaction (0: none); its runs are checked (r)', nonNegative, DEFAULTS.scheduleMs)
+  .option('--schedule-namespaces <n>', 'group mode: the schedule runs in the first n namespaces', number, DEFAULTS.scheduleNamespaces)
   .option('--unfenced', 'sabotage: workers skip assertLeader (the checker must then report stale writes)', false)
   .option('--json', 'print the summary as JSON on stdout', false);
 
@@ -78,6 +86,8 @@ async function main() {
     settleMs: flags.settleMs,
     group: flags.group,
     balance: flags.balance,
+    scheduleMs: flags.scheduleMs,
+    scheduleNamespaces: flags.scheduleNamespaces,
   });
   if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
   else printSummary(summary);

@@ -22,6 +22,7 @@ const { linearizabilityCheck } = require('./run-history');
 const { GUARANTEED_STALLS, faultBag, faultsFor, inject, leaderCostingFault, rng, sh } = require('./faults');
 const { ChaosProxy } = require('./proxy');
 const { renderTimeline } = require('./timeline');
+const { SCHEDULE } = require('./scheduled-job');
 
 /** Defaults of a run; `npm run chaos -- --help` lists the flags. */
 const DEFAULTS = Object.freeze({
@@ -36,6 +37,16 @@ const DEFAULTS = Object.freeze({
   ns: 'chaos',
   /** Poll period of the second watcher: longer than a lease, so it misses states and must fill them in from the history. */
   slowWatchPollMs: 6000,
+  /** Period of the schedule every worker runs (its job writes a ledger row in `run.transaction`); 0: none. */
+  scheduleMs: 1000,
+  /**
+   * Group mode: the schedule runs in this many of the namespaces (the first ones; the faults aim at
+   * the first). One keeps the load near what the CI bounds were measured with: with the schedule in
+   * all 8 namespaces, a MariaDB run beside other test runs once ended its quiet tail with three
+   * namespaces unled, their holder's tick slower than its lease (on MariaDB every fence writes the
+   * leader row).
+   */
+  scheduleNamespaces: 1,
 });
 
 /**
@@ -64,7 +75,8 @@ function slotSettings(workers, priorities = [], ineligible = []) {
  * @typedef {{ db?: import('./database').Kind, url?: string, workers?: number, durationS?: number, leaseS?: number,
  *   workMs?: number, slackMs?: number, clockToleranceMs?: number, minFaults?: number, seed?: number, faults?: string[], dbRestart?: boolean,
  *   out?: string, keep?: boolean, unfenced?: boolean, appTransactions?: boolean, priorities?: number[], ineligible?: number[],
- *   settleMs?: number, slowWatchPollMs?: number, group?: number, balance?: boolean, log?: (line: string) => void }} RunOptions
+ *   settleMs?: number, slowWatchPollMs?: number, group?: number, balance?: boolean, scheduleMs?: number, scheduleNamespaces?: number,
+ *   log?: (line: string) => void }} RunOptions
  */
 
 /** The namespaces of group mode: `<base>-0`, `<base>-1`, … (zero-padded, so they sort in order). @param {string} base @param {number} count */
@@ -206,6 +218,8 @@ async function runChaos(options) {
         CHAOS_APP_TX: o.appTransactions ? '1' : '0',
         CHAOS_PRIORITY: String(settings[slot].priority),
         CHAOS_ELIGIBLE: settings[slot].eligible ? '1' : '0',
+        CHAOS_SCHEDULE_MS: String(o.scheduleMs),
+        CHAOS_SCHEDULE_NAMESPACES: String(o.scheduleNamespaces),
       },
       stdio: ['ignore', output, output],
       // Its own process group: Ctrl-C stops the run (see below), not the workers behind its back.
@@ -416,6 +430,8 @@ async function runChaos(options) {
     histories[ns] = rows.sort((x, y) => x.term - y.term);
   }
   const history = histories[primaryNs];
+  // The runs table as it ended, for (r): each slot's last claim and final state.
+  const runs = o.scheduleMs ? await db.readRuns(observerService, namespaces.slice(0, o.scheduleNamespaces), SCHEDULE) : undefined;
   // The watchers' last state is the vacancy after the last term (every worker stopped): wait for
   // it (the slow one may be a poll behind), then end them.
   const lastTerm = history.length ? history[history.length - 1].term : null;
@@ -437,7 +453,7 @@ async function runChaos(options) {
     .sort((a, b) => a.t - b.t);
   // The stalls the schedule guaranteed: (f) and (i) fail without them (an interrupted run may lack them).
   const expectStalls = interruptedRun ? [] : guaranteedStalls.map((t) => (t === 'stall-in-fence' ? 'in-fence' : 'before-fence'));
-  const common = { ledger, events, faults, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt, watches, watchFailures, settings, lastFaultEnd, settleMs, expectStalls };
+  const common = { ledger, events, faults, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt, watches, watchFailures, settings, lastFaultEnd, settleMs, expectStalls, scheduled: o.scheduleMs > 0, runs };
   const result =
     o.group === undefined
       ? check({ ...common, ns: o.ns, history, final })

@@ -12,14 +12,18 @@
  * CHAOS_PRIORITY (the elector's priority, default 0), CHAOS_ELIGIBLE ('0': observe, never lead),
  * CHAOS_NAMESPACES (group mode: a JSON array of namespaces; the worker runs a LeaderElectorGroup
  * over them and makes its fenced writes per namespace it leads, each with that lease's term),
- * CHAOS_BALANCE ('1': the group balances its namespaces with the other workers).
+ * CHAOS_BALANCE ('1': the group balances its namespaces with the other workers),
+ * CHAOS_SCHEDULE_MS (a schedule every so many ms whose job writes a ledger row in
+ * `run.transaction`; none without it), CHAOS_SCHEDULE_NAMESPACES (group mode: in how many of the
+ * namespaces, the first ones; default all).
  *
  * A stall order the runner writes to CHAOS_CONTROL (`{ where, ms, armedAt }`) makes the next fenced action block
  * its whole process (like a long GC pause) just before `assertLeader` or just after it.
  */
 const fs = require('fs');
 const { initDb, LeaderElector, LeaderElectorGroup, ElectionService, NotLeaderError } = require('gemstone-utils');
-const { kindOfUrl, ledgerInsert } = require('./database');
+const { kindOfUrl, ledgerInsert, jobInsert } = require('./database');
+const { SCHEDULE, ledgerJob } = require('./scheduled-job');
 const { opRecorder } = require('./op-recorder');
 
 const env = process.env;
@@ -48,6 +52,10 @@ const eligible = env.CHAOS_ELIGIBLE !== '0';
 /** @type {string[] | undefined} group mode: the namespaces of the worker's LeaderElectorGroup */
 const namespaces = env.CHAOS_NAMESPACES ? JSON.parse(env.CHAOS_NAMESPACES) : undefined;
 const balance = env.CHAOS_BALANCE === '1';
+/** The period of the schedule each namespace runs (0: none). */
+const scheduleMs = Number(env.CHAOS_SCHEDULE_MS || 0);
+/** The namespaces that run it. */
+const scheduled = namespaces ? namespaces.slice(0, Number(env.CHAOS_SCHEDULE_NAMESPACES || namespaces.length)) : [ns];
 /** The operation history for the linearizability checker (CHAOS_OPS_LOG; none without it). */
 const ops = opRecorder(env.CHAOS_OPS_LOG, { process: `w${slot}-${incarnation}`, candidateId, slot });
 
@@ -150,6 +158,15 @@ async function main() {
   }
   elector.on('error', (error) => log('error', { message: describe(error) }));
   ops.follow(elector, namespaces ? undefined : ns);
+  if (scheduleMs) {
+    const job = ledgerJob({ insert: jobInsert(kind), candidateId, slot, log, ops, describe });
+    // catchUp 'all': every slot that came due while nobody led is run, so each slot between the first and the last is claimed.
+    const options = { name: SCHEDULE, everyMs: scheduleMs, catchUp: /** @type {const} */ ('all') };
+    for (const scheduleNs of scheduled) {
+      if (group) group.schedule(scheduleNs, options, job);
+      else single?.schedule(options, job);
+    }
+  }
 
   let seq = 0;
   let running = true;

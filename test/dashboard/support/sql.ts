@@ -2,15 +2,18 @@
 import type { DataSource } from 'typeorm';
 import { query } from '../../support/databases';
 
-/** The database clock `seconds` ago, in the stored form of an instant. */
-export function agoSql(dataSource: DataSource, seconds: number): string {
+/**
+ * The database clock `seconds` ago, in the stored form of an instant; with `wholeMs`, cut to whole
+ * milliseconds, as the library writes a slot (the clocks of PostgreSQL and MariaDB count µs).
+ */
+export function agoSql(dataSource: DataSource, seconds: number, wholeMs = false): string {
   const s = Math.round(seconds);
   switch (dataSource.options.type) {
     case 'postgres':
-      return `(clock_timestamp() - interval '${s} seconds')`;
+      return wholeMs ? `date_trunc('milliseconds', clock_timestamp() - interval '${s} seconds')` : `(clock_timestamp() - interval '${s} seconds')`;
     case 'mysql':
     case 'mariadb':
-      return `(UTC_TIMESTAMP(6) - INTERVAL ${s} SECOND)`;
+      return `(UTC_TIMESTAMP(${wholeMs ? 3 : 6}) - INTERVAL ${s} SECOND)`;
     default:
       return `strftime('%Y-%m-%d %H:%M:%f', 'now', '-${s} seconds')`;
   }

@@ -8,7 +8,7 @@ import type { DataSource } from 'typeorm';
 import type { DbKind } from '../../support/databases';
 import { query } from '../../support/databases';
 
-export const ELECTION_TABLES = ['gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader'] as const;
+export const ELECTION_TABLES = ['gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader', 'gemstone_election_run'] as const;
 export const ELECTION_INDEX = 'IDX_gemstone_election_candidate_ns_expires_at';
 
 /** The database's kind from a DataSource's `type`. */

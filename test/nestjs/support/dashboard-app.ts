@@ -1,17 +1,24 @@
 /**
  * A Nest application (platform-express) with ElectionModule's `dashboard` option, for
- * test/nestjs/dashboard.test.ts: transpiled into .tmp/ and run as a child process (Nest 12 loads
+ * test/nestjs/dashboard.test.ts, with one `@LeaderCron` method: transpiled into .tmp/ and run as a child process (Nest 12 loads
  * through require(esm), which jest cannot do). It listens on a free port, reports its URL over
  * IPC, and on 'close' closes the application and reports how long that took.
  */
 import 'reflect-metadata';
 import type { IncomingMessage } from 'http';
-import { Module } from '@nestjs/common';
+import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { ElectionModule } from 'gemstone-utils/nestjs';
+import { ElectionModule, LeaderCron } from 'gemstone-utils/nestjs';
 
 const url = process.env.DATABASE_URL!;
+
+/** A schedule of the module's elector, for the dashboard to show with its next slot: yearly, so it never runs here. */
+@Injectable()
+class Reports {
+  @LeaderCron('0 3 1 1 *')
+  yearly(): void {}
+}
 
 @Module({
   imports: [
@@ -23,6 +30,7 @@ const url = process.env.DATABASE_URL!;
       dashboard: { path: '/ops/election', authorize: (request: IncomingMessage) => (request.headers['x-ops'] === 'yes' ? true : 'unauthenticated') },
     }),
   ],
+  providers: [Reports],
 })
 class AppModule {}
 

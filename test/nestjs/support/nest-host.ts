@@ -20,13 +20,24 @@ import {
   Module,
   OnApplicationBootstrap,
   OnModuleInit,
+  Scope,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule, TypeOrmModuleOptions } from '@nestjs/typeorm';
 import { Cron, Interval, ScheduleModule } from '@nestjs/schedule';
 import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { ElectionHealthIndicator, ElectionModule, ElectionService, GemstoneDB, LeaderElector, LeaderOnly, type Lease } from 'gemstone-utils/nestjs';
+import {
+  ElectionHealthIndicator,
+  ElectionModule,
+  ElectionService,
+  GemstoneDB,
+  LeaderCron,
+  LeaderElector,
+  LeaderOnly,
+  type Lease,
+  type ScheduledRun,
+} from 'gemstone-utils/nestjs';
 
 /** One application of the host. */
 export interface AppSpec {
@@ -46,6 +57,29 @@ export interface AppSpec {
   readonly shutdownHooks?: boolean;
   /** The module's `logLeadership` option; absent: the module's default. */
   readonly logLeadership?: boolean;
+  /** The module's `stopTimeoutMs` option; absent: the elector's default. */
+  readonly stopTimeoutMs?: number;
+  /**
+   * `false`: the application starts no elector of its own beside the module's (whose stop, on
+   * SQLite, would wait for a transaction a job holds open: not the module's shutdown). Default true.
+   */
+  readonly ownElector?: boolean;
+  /**
+   * With a `@LeaderCron({ everyMs: 1000 })` provider: each run is reported; with `jobMs`, the job
+   * lasts that long, and when its signal aborts it still takes `cleanupMs` to end. `ignoreSignal`:
+   * it lasts `jobMs` whatever its signal does; `inTransaction`: inside `run.transaction`, which it
+   * holds open meanwhile. `ledger`: a table (slot_ms, term, candidate_id) the job inserts its row
+   * into inside `run.transaction`, first thing (then `jobMs` with the transaction open); reported
+   * `cron-ledger` once committed.
+   */
+  readonly leaderCron?: {
+    readonly jobMs?: number;
+    readonly cleanupMs?: number;
+    readonly ignoreSignal?: boolean;
+    readonly inTransaction?: boolean;
+    readonly ledger?: string;
+    readonly scope?: 'request' | 'transient';
+  };
 }
 
 export type HostCommand =
@@ -56,6 +90,7 @@ export type HostCommand =
   | { cmd: 'stop-elector'; app: string }
   | { cmd: 'unmanaged-job' }
   | { cmd: 'declare'; options: Record<string, unknown> }
+  | { cmd: 'declare-cron'; args: unknown[] }
   | { cmd: 'exit' };
 
 export interface HostEvent {
@@ -102,6 +137,61 @@ class Jobs {
   }
 }
 
+/** A `@LeaderCron` schedule: every second, on the leader, each slot once. */
+@Injectable()
+class CronJobs {
+  constructor(
+    @Inject(APP_NAME) private readonly app: string,
+    @Inject(APP_SPEC) private readonly spec: AppSpec,
+  ) {}
+
+  @LeaderCron({ everyMs: 1000 }, { catchUp: 'all' })
+  async everySecond(run: ScheduledRun): Promise<void> {
+    const { app } = this;
+    const fields = { app, bound: this instanceof CronJobs, ns: run.ns, name: run.name, slot: run.slot.toISOString(), attempt: run.attempt, term: run.lease.term };
+    send('cron-run', fields);
+    const { jobMs, cleanupMs = 0, ignoreSignal = false, inTransaction = false, ledger } = this.spec.leaderCron ?? {};
+    if (ledger) return this.writeLedger(run, ledger, fields, jobMs ?? 0);
+    if (!jobMs) return;
+    const signal = run.lease.signal;
+    const work = () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, jobMs);
+        if (ignoreSignal) return;
+        signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    if (inTransaction) {
+      try {
+        await run.transaction(async () => {
+          send('cron-run-transaction', fields);
+          await work();
+        });
+      } catch (error) {
+        send('cron-run-refused', { ...fields, error: (error as Error).name });
+      }
+    } else {
+      await work();
+    }
+    // A job that needs a moment to stop cleanly once told to.
+    if (signal.aborted) await new Promise((resolve) => setTimeout(resolve, cleanupMs));
+    send('cron-run-end', { ...fields, aborted: signal.aborted });
+  }
+
+  /** The slot's ledger row and its `done`, in one transaction held open `jobMs` after the insert. */
+  private async writeLedger(run: ScheduledRun, ledger: string, fields: Record<string, unknown>, jobMs: number): Promise<void> {
+    const p = (i: number) => (this.spec.db.type === 'postgres' ? `$${i}` : '?');
+    await run.transaction(async (manager) => {
+      await manager.query(`INSERT INTO ${ledger} (slot_ms, term, candidate_id) VALUES (${p(1)}, ${p(2)}, ${p(3)})`, [run.slot.getTime(), run.lease.term, run.lease.candidateId]);
+      send('cron-run-transaction', fields);
+      await new Promise((resolve) => setTimeout(resolve, jobMs));
+    });
+    send('cron-ledger', fields);
+  }
+}
+
 /**
  * What an application does in its own hooks: queries the election in `onModuleInit`, and starts
  * an elector of its own on the TypeORM DataSource in `onApplicationBootstrap` — the hand-wired
@@ -124,6 +214,7 @@ class BootstrapProbe implements OnModuleInit, OnApplicationBootstrap, BeforeAppl
     elector.on('error', (error) => send('elector-error', { app, message: error.message }));
     elector.on('elected', (lease) => send('elected', { app, term: lease.term, candidateId: lease.candidateId }));
     elector.on('demoted', (lease, reason) => send('demoted', { app, term: lease.term, reason }));
+    elector.on('leader', (leaderId, term) => send('leader', { app, leaderId, term }));
     try {
       const leader = await this.election.getLeader({ ns: this.spec.ns });
       send('module-init-query', { app, ok: true, leader: leader?.leaderId ?? null });
@@ -138,6 +229,7 @@ class BootstrapProbe implements OnModuleInit, OnApplicationBootstrap, BeforeAppl
     // its hooks run first): the first election has happened already.
     this.elector.on('elected', (lease) => send('late-elected', { app, term: lease.term }));
     this.elector.onLeadership((lease) => send('late-leadership', { app, term: lease.term, aborted: lease.signal.aborted }));
+    if (spec.ownElector === false) return;
     this.own = new LeaderElector({ dataSource: this.dataSource, ns: `${spec.ns}-own`, expireSeconds: spec.expireSeconds, intervalMs: spec.intervalMs });
     this.own.on('error', (error) => send('own-elector-error', { app, message: error.message }));
     await this.own.start();
@@ -191,6 +283,7 @@ function appModule(spec: AppSpec): DynamicModule {
     expireSeconds: spec.expireSeconds,
     intervalMs: spec.intervalMs,
     ...(spec.logLeadership === undefined ? {} : { logLeadership: spec.logLeadership }),
+    ...(spec.stopTimeoutMs === undefined ? {} : { stopTimeoutMs: spec.stopTimeoutMs }),
   };
   const election =
     spec.config === 'static'
@@ -204,6 +297,7 @@ function appModule(spec: AppSpec): DynamicModule {
             expireSeconds: config.get<number>('ELECTION_EXPIRE_SECONDS'),
             intervalMs: config.get<number>('ELECTION_INTERVAL_MS'),
             ...(spec.logLeadership === undefined ? {} : { logLeadership: spec.logLeadership }),
+            ...(spec.stopTimeoutMs === undefined ? {} : { stopTimeoutMs: spec.stopTimeoutMs }),
           }),
         });
   @Module({})
@@ -224,6 +318,9 @@ function appModule(spec: AppSpec): DynamicModule {
       { provide: APP_DATA_SOURCE, useExisting: getDataSourceToken(connectionName) },
       Jobs,
       BootstrapProbe,
+      ...(spec.leaderCron
+        ? [spec.leaderCron.scope ? { provide: CronJobs, useClass: CronJobs, scope: spec.leaderCron.scope === 'request' ? Scope.REQUEST : Scope.TRANSIENT } : CronJobs]
+        : []),
     ],
   };
 }
@@ -302,6 +399,18 @@ async function handle(command: HostCommand): Promise<unknown> {
         return { error: null };
       } catch (error) {
         return { error: (error as Error).name, parameter: (error as { parameter?: string }).parameter };
+      }
+    case 'declare-cron':
+      // @LeaderCron's checks, when a class is declared.
+      try {
+        class Declared {
+          method(): void {}
+        }
+        const descriptor = Object.getOwnPropertyDescriptor(Declared.prototype, 'method')!;
+        (LeaderCron as (...args: unknown[]) => MethodDecorator)(...command.args)(Declared.prototype, 'method', descriptor);
+        return { error: null };
+      } catch (error) {
+        return { error: (error as Error).name, parameter: (error as { parameter?: string }).parameter, message: (error as Error).message };
       }
     case 'exit':
       for (const [name, app] of apps) {
