@@ -8,9 +8,11 @@
  * correctness only — no errors, exactly one leader, no overlapping leaderships — and asserts no
  * timings (this machine is shared and noisy). Exit code 1 on any correctness failure.
  *
- * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover,peer,group
+ * Options: --smoke · --db postgres,mariadb,sqlite · --only hot-path,load,scale,contention,failover,peer,group,schedules
  * · --out <dir> (default bench/results for a full run; a smoke run writes files only with --out)
- * · --group-namespaces 1,100 (the group suite's namespace counts instead of the run's sizes).
+ * · --group-namespaces 1,100 (the group suite's namespace counts instead of the run's sizes)
+ * · --idle-schedules 0 (the schedules suite's idle schedules instead of 100; 0 compares two leaders
+ * without any: how far the tick times move by themselves).
  */
 import 'reflect-metadata';
 import * as fs from 'fs';
@@ -30,8 +32,9 @@ import { HotPathSizes, runHotPath } from './suites/hot-path';
 import { LoadSizes, runLoad } from './suites/load';
 import { PeerMissingError, PeerSizes, runPeer } from './suites/peer';
 import { runScale, ScaleSizes } from './suites/scale';
+import { runSchedules, SchedulesSizes } from './suites/schedules';
 
-const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover', 'peer', 'group'] as const;
+const SUITES = ['hot-path', 'load', 'scale', 'contention', 'failover', 'peer', 'group', 'schedules'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Sizes {
@@ -42,6 +45,7 @@ interface Sizes {
   failover: FailoverSizes;
   group: GroupSizes;
   peer: PeerSizes;
+  schedules: SchedulesSizes;
 }
 
 const FULL: Sizes = {
@@ -56,6 +60,8 @@ const FULL: Sizes = {
   group: { namespaces: [1, 100, 1000, 10000], processes: 3, expireSeconds: 2, intervalMs: 500, measureTicks: 8, balanceNamespaces: 1000, large: { from: 10000, expireSeconds: 10, intervalMs: 2500 } },
   // The peer's lease is 15 s whatever it is told (see suites/peer.ts): every implementation gets 15 s.
   peer: { warmup: 100, calls: 500, reps: 3, trials: 3, candidates: 3, expireSeconds: 15, intervalMs: 5000 },
+  // Backlogs of 500 slots (a look-back runs at most 1,000), both jobs 3 times; 50 ticks of 200 ms per phase.
+  schedules: { backlog: 500, reps: 3, idleSchedules: 100, ticks: 50, intervalMs: 200 },
 };
 
 const SMOKE: Sizes = {
@@ -67,6 +73,8 @@ const SMOKE: Sizes = {
   // Only the balance run: three processes, a join, a death (every lease re-acquired), counted ticks.
   group: { namespaces: [], processes: 3, expireSeconds: 1, intervalMs: 300, measureTicks: 2, balanceNamespaces: 30, quietTicks: 2 },
   peer: { warmup: 3, calls: 10, reps: 1, trials: 1, candidates: 2, expireSeconds: 15, intervalMs: 5000 },
+  // A few seconds per database: the 100 idle schedules stay (what is checked), the rest is tiny.
+  schedules: { backlog: 20, reps: 1, idleSchedules: 100, ticks: 5, intervalMs: 200 },
 };
 
 function parseList<T extends string>(value: string, allowed: readonly T[], name: string): T[] {
@@ -105,8 +113,9 @@ async function main(): Promise<void> {
     .option('--only <suites>', 'suites (default: all; a smoke run leaves out the peer, whose 15 s lease only slows it)')
     .option('--out <dir>', 'where to write results')
     .option('--group-namespaces <counts>', 'group suite: these namespace counts (comma-separated) instead of the run\'s')
+    .option('--idle-schedules <count>', 'schedules suite: this many idle schedules instead of 100 (0: neither leader has any)')
     .parse()
-    .opts<{ smoke?: boolean; db: string; only?: string; out?: string; groupNamespaces?: string }>();
+    .opts<{ smoke?: boolean; db: string; only?: string; out?: string; groupNamespaces?: string; idleSchedules?: string }>();
   const kinds = parseList<BenchKind>(opts.db, ALL_KINDS, 'db');
   const suites = parseList<Suite>(opts.only ?? SUITES.filter((suite) => !(opts.smoke && suite === 'peer')).join(','), SUITES, 'only');
   const smoke = Boolean(opts.smoke);
@@ -116,7 +125,13 @@ async function main(): Promise<void> {
     if (!Number.isInteger(count) || count < 1) throw new Error(`--group-namespaces: not a positive integer: ${JSON.stringify(v)}`);
     return count;
   });
-  const sizes: Sizes = groupNamespaces ? { ...base, group: { ...base.group, namespaces: groupNamespaces } } : base;
+  const idleSchedules = opts.idleSchedules === undefined ? base.schedules.idleSchedules : Number(opts.idleSchedules);
+  if (!Number.isInteger(idleSchedules) || idleSchedules < 0) throw new Error(`--idle-schedules: not a whole number >= 0: ${JSON.stringify(opts.idleSchedules)}`);
+  const sizes: Sizes = {
+    ...base,
+    ...(groupNamespaces ? { group: { ...base.group, namespaces: groupNamespaces } } : {}),
+    schedules: { ...base.schedules, idleSchedules },
+  };
   const out = opts.out ?? (smoke ? undefined : path.resolve(__dirname, '..', '..', 'bench', 'results'));
   const started = Date.now();
   const log = (line: string) => console.log(line);
@@ -159,6 +174,7 @@ async function main(): Promise<void> {
         });
       }
       await attempt('group', async () => void (r.group = await runGroup(db.target, sizes.group, log)));
+      await attempt('schedules', async () => void (r.schedules = await runSchedules(db.target, sizes.schedules, log)));
     } finally {
       await db.drop().catch((error: Error) => log(`  could not drop the benchmark database: ${error.message}`));
     }

@@ -18,13 +18,13 @@ export function candidateIds(count: number): string[] {
 }
 
 /** An explicit transaction start (`BEGIN IMMEDIATE` included). */
-const BEGIN = /^\s*(START\s+TRANSACTION|BEGIN)\b/i;
+export const BEGIN = /^\s*(START\s+TRANSACTION|BEGIN)\b/i;
 /** The end of a transaction (`ROLLBACK TO <savepoint>` is not one). */
-const END = /^\s*(COMMIT|END|ROLLBACK(?!\s+TO\b))\b/i;
+export const END = /^\s*(COMMIT|END|ROLLBACK(?!\s+TO\b))\b/i;
 /** A transaction's end that rolls it back. */
 const ROLLBACK = /^\s*ROLLBACK\b/i;
 /** Settings: they read or write no data and open no transaction. */
-const SETTING = /^\s*(SET(?!\s+STATEMENT\b)|SHOW|PRAGMA)\b/i;
+export const SETTING = /^\s*(SET(?!\s+STATEMENT\b)|SHOW|PRAGMA)\b/i;
 
 /**
  * A TypeORM logger that counts what the library sends on ONE connection (the load suite gives

@@ -1,23 +1,12 @@
 /** The run as Markdown tables (bench/results/latest.md; docs/benchmarks.md quotes them). */
-import type { BenchKind } from '../lib/databases';
 import type { RepeatedResult } from '../lib/measure';
 import { SCENARIOS } from '../suites/hot-path';
 import { PEER_IMPLEMENTATIONS } from '../suites/peer';
-import type { BenchReport, DatabaseResults } from './types';
+import { each, LABEL, ms, n, table, x } from './format';
+import { renderSchedules } from './schedules';
+import type { BenchReport } from './types';
 
-const LABEL: Record<BenchKind, string> = { postgres: 'PostgreSQL', mariadb: 'MariaDB', sqlite: 'SQLite file' };
-const ms = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v < 10 ? v.toFixed(2) : v.toFixed(1));
-const x = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : `${v.toFixed(2)}×`);
-const n = (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '–');
 const lat = (r: RepeatedResult | undefined) => (r ? `${ms(r.latency.p50)} / ${ms(r.latency.p99)}` : '–');
-
-function table(head: string[], rows: string[][]): string {
-  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-}
-
-function each(report: BenchReport): Array<[BenchKind, DatabaseResults]> {
-  return Object.entries(report.results) as Array<[BenchKind, DatabaseResults]>;
-}
 
 export function renderMarkdown(report: BenchReport): string {
   const { meta } = report;
@@ -348,6 +337,8 @@ export function renderMarkdown(report: BenchReport): string {
     );
     if (p.errors.length) out.push(`Errors reported by the processes: ${p.errors.slice(0, 5).join('; ')}`);
   }
+
+  out.push(...renderSchedules(report));
 
   const skipped = each(report).flatMap(([kind, r]) => Object.entries(r.skipped ?? {}).map(([suite, why]) => `- ${LABEL[kind]} ${suite}: ${why}`));
   if (skipped.length) out.push(`Skipped:\n\n${skipped.join('\n')}`);

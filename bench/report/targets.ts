@@ -114,6 +114,24 @@ export function evaluateTargets(results: Partial<Record<BenchKind, DatabaseResul
       const twice = g.safety.eventOverlaps + g.safety.historyViolations;
       targets.push({ target: 'group: leases held twice (events + history)', database: kind, value: twice, limit: '0', met: twice === 0 });
     }
+    if (r.schedules) {
+      const { idle, throughput } = r.schedules;
+      const value = idle.idle.statementsPerTick.usual - idle.none.statementsPerTick.usual;
+      targets.push({
+        target: `schedules: statements per renewal tick, ${idle.idle.schedules} idle schedules − none`,
+        database: kind,
+        value,
+        limit: '= 0 (the same statements; none on the runs table in any tick)',
+        met: value === 0 && idle.sameStatements && idle.idle.runStatements === 0,
+      });
+      for (const [job, what] of [
+        ['empty', 'an empty job (claim + finish)'],
+        ['transaction', "run.transaction (claim + the job's transaction)"],
+      ] as const) {
+        const perSlot = throughput[job].runTransactionsPerSlot;
+        targets.push({ target: `schedules: transactions per slot, ${what}`, database: kind, value: Number.isFinite(perSlot) ? perSlot : null, limit: '≤ 2', met: perSlot <= 2 });
+      }
+    }
     if (r.load) {
       const value = Math.max(r.load.maxTransactionsPerTick, ...Object.values(r.load.elect).map((e) => e.transactions));
       targets.push({ target: 'transactions per tick per candidate', database: kind, value, limit: '≤ 1', met: value <= 1 });
@@ -168,6 +186,7 @@ export function correctnessFailures(results: Partial<Record<BenchKind, DatabaseR
       }
       if (g.errors.length) failures.push(`${kind} group: errors: ${g.errors.slice(0, 3).join('; ')}`);
     }
+    for (const failure of r.schedules?.failures ?? []) failures.push(`${kind} schedules: ${failure}`);
     // Side by side: only the library's own trials count here (the others' are reported, not judged).
     if (r.peer) {
       const failed = r.peer.crash.library.failed + (r.peer.graceful.library?.failed ?? 0);

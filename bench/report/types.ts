@@ -6,6 +6,7 @@ import type { HotPathResult } from '../suites/hot-path';
 import type { LoadResult } from '../suites/load';
 import type { PeerResult } from '../suites/peer';
 import type { ScaleResult } from '../suites/scale';
+import type { SchedulesResult } from '../suites/schedules';
 
 export interface DatabaseResults {
   version?: string;
@@ -17,6 +18,8 @@ export interface DatabaseResults {
   group?: GroupResult;
   /** PostgreSQL: side by side with the peer package and a PL/pgSQL lease function. */
   peer?: PeerResult;
+  /** Slots per second one leader runs, and what idle schedules add to its ticks. */
+  schedules?: SchedulesResult;
   /** A suite that could not run, and why. */
   skipped?: Record<string, string>;
 }
