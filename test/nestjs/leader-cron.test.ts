@@ -10,6 +10,7 @@
 import type { DataSource } from 'typeorm';
 import { ElectionService, type ScheduledRunInfo } from 'gemstone-utils';
 import { describeEachDatabase, query, TestDatabase } from '../support/databases';
+import { lessClaimLeftAtStop } from '../schedules/helpers';
 import { NestHost } from './support/host-client';
 import type { AppSpec, HostEvent } from './support/nest-host';
 
@@ -33,20 +34,13 @@ function spec(name: string, ns: string, db: TestDatabase, leaderCron: AppSpec['l
 
 const slotMs = (e: HostEvent): number => Date.parse(String(e['slot']));
 
-/**
- * The rows of `ns` beside the slots that ran: one row per slot that ran, and at most one more —
- * a claim that committed as the application was closing, newer than every slot that ran,
- * `running` and never run: the runner leaves it to the next leader (docs/schedules.md, "What is
- * guaranteed"). Returns the rows of the slots that ran.
- */
+/** The rows of `ns`: those of the slots that ran, less the claim a close may leave unrun (see lessClaimLeftAtStop). */
 async function rowsOfRanSlots(ds: DataSource, ns: string, ranSlots: readonly number[]): Promise<ScheduledRunInfo[]> {
-  const rows = await new ElectionService(ds).getRuns({ ns, name: NAME });
-  const ran = rows.filter((r) => ranSlots.includes(r.slot.getTime()));
-  const left = rows.filter((r) => !ranSlots.includes(r.slot.getTime()));
-  expect(ran.map((r) => r.slot.getTime()).sort()).toEqual([...ranSlots].sort());
-  expect(left.map((r) => ({ state: r.state, newest: r.slot.getTime() > Math.max(...ranSlots) }))).toEqual(left.length === 0 ? [] : [{ state: 'running', newest: true }]);
-  return ran;
+  const rows = lessClaimLeftAtStop(await new ElectionService(ds).getRuns({ ns, name: NAME }), ranSlots);
+  expect(rows.map((r) => r.slot.getTime()).sort()).toEqual([...ranSlots].sort());
+  return rows;
 }
+
 /** The lease of the SIGKILL case. */
 const LEASE_MS = 2000;
 
