@@ -1,5 +1,4 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { CANDIDATE_INDEX } from '../src/election/tables';
+import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
  * A process competing for leadership of a namespace (table `gemstone_election_candidate`).
@@ -8,7 +7,6 @@ import { CANDIDATE_INDEX } from '../src/election/tables';
  * database-specific types, and an application's `synchronize: true` must never rewrite it.
  */
 @Entity({ name: 'gemstone_election_candidate', synchronize: false })
-@Index(CANDIDATE_INDEX, ['ns', 'expiresAt'])
 export class ElectionCandidate {
   /** Namespace: an isolated election domain. */
   @PrimaryColumn({ name: 'ns', type: 'varchar', length: 255 })

@@ -148,3 +148,25 @@ export async function disconnect(dataSource: DataSource | undefined): Promise<vo
 export function isMissingTable(error: unknown): boolean {
   return error instanceof TablesMissingError || allTargets().some((target) => target.isMissingTable(error));
 }
+
+/**
+ * Connects to the tables `options` name (never creating them), runs `work` and disconnects; a
+ * missing table is reported as `what` missing, with the command that creates it.
+ */
+export async function onExistingTables<T>(
+  options: { url?: string; schema?: string; entityPrefix?: string },
+  what: string,
+  work: (dataSource: DataSource) => Promise<T>,
+): Promise<T> {
+  const url = resolveUrl(options.url);
+  const names = { schema: options.schema, entityPrefix: options.entityPrefix };
+  const dataSource = await connect(url, { createTables: false, ...names });
+  try {
+    return await work(dataSource);
+  } catch (error) {
+    if (!isMissingTable(error)) throw error;
+    throw missingTablesError(url, names, error, what);
+  } finally {
+    await disconnect(dataSource);
+  }
+}

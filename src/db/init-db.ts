@@ -10,6 +10,7 @@ import { entityName, GemstoneDB } from './registry';
 import { backoff, sleep } from './session';
 import { partsOf, partsOfType } from '../databases/parts';
 import { DEFAULT_DB_URL, optionsFromUrl } from './url';
+import { hasMethods } from './shape';
 
 /** Default of {@link InitDbOptions.createTables}. */
 export const DEFAULT_CREATE_TABLES = true;
@@ -30,12 +31,7 @@ export type InitDbTarget = DataSource | DataSourceOptions | string;
 const initializations = new WeakMap<DataSource, Promise<void>>();
 
 function isDataSource(value: unknown): value is DataSource {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as DataSource).initialize === 'function' &&
-    typeof (value as DataSource).createQueryRunner === 'function'
-  );
+  return hasMethods(value, ['initialize', 'createQueryRunner']);
 }
 
 /** The `entities` option as a list (TypeORM also accepts an object of name → entity). */

@@ -93,8 +93,8 @@ function codePointRank(unit: number): number {
  * order; 0 when `me` is not a member. Id order is byte order ({@link compareNs}), as the SQL copies
  * compare (PostgreSQL `COLLATE "C"`, SQLite's BINARY collation): `Array#sort` would order by UTF-16
  * code units, which differs above U+FFFF. MySQL/MariaDB call this function; PostgreSQL's group
- * tick (`quota` in `databases/postgres/group.ts`) and SQLite's (`limit` in
- * `databases/sqlite/group.ts`) compute it in SQL and cite it.
+ * tick (`quota` in `databases/postgres/group/tick-decide.ts`) and SQLite's (`limit` in
+ * `databases/sqlite/group/tick-sql.ts`) compute it in SQL and cite it.
  */
 export function fairShare(n: number, members: readonly string[], me: string): number {
   const sorted = [...members].sort(compareNs);
@@ -110,3 +110,13 @@ export function fairShare(n: number, members: readonly string[], me: string): nu
  * groups are sent in batches of this size inside the same transaction.
  */
 export const GROUP_BATCH_SIZE = 1_000;
+
+/** The outcome of a namespace the tick could not judge (its row locked by another transaction, or changed hands meanwhile): unknown this tick. */
+export function unknownOutcome(ns: string): GroupNsOutcome {
+  return { ns, leaderId: null, term: null, isLeader: false, acquired: false, handOver: false };
+}
+
+/** The leases a tick gives up ({@link GroupElectInput.release}) in namespace order, the order their rows are locked in. */
+export function sortedRelease(input: GroupElectInput): Array<[string, VacateReason]> {
+  return [...(input.release ?? new Map<string, VacateReason>())].sort(([a], [b]) => compareNs(a, b));
+}

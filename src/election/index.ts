@@ -16,7 +16,13 @@ GemstoneDB.register({ entities: [ElectionCandidate, ElectionLeader, ElectionHist
 
 export { ElectionCandidate, ElectionLeader, ElectionHistory, ElectionRun };
 export type { HistoryEndReason } from '../../entities';
-export { GemstoneElectionTables1763683200000, GemstoneElectionIdentity1795392000000, GemstoneElectionRuns1796256000000, electionMigrations } from '../../migrations';
+export {
+  GemstoneElectionTables1763683200000,
+  GemstoneElectionIdentity1795392000000,
+  GemstoneElectionRuns1796256000000,
+  GemstoneElectionLeanHeartbeat1797120000000,
+  electionMigrations,
+} from '../../migrations';
 export { ElectionService } from './service';
 export type { ElectionServiceOptions, LeaderInfo, CandidateInfo, CandidateCallOptions } from './service';
 export type { ElectOutcome } from './rows';

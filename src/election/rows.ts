@@ -84,12 +84,21 @@ export interface ElectOutcome {
  */
 export type ElectDecision = Omit<ElectOutcome, 'ns'>;
 
-/** A candidate row as `getCandidates` reports it. */
-export interface CandidateRow {
+/** An active candidate, as `getCandidates` reports it. */
+export interface CandidateInfo {
+  /** The candidate's UUID, lower-case. */
   candidateId: string;
+  /** Database clock at its last register / heartbeat / elect. */
   lastHeartbeatAt: Date;
+  /** It is inactive from this instant on (database clock) unless it heartbeats again. */
   expiresAt: Date;
+  /** Default 0. */
   priority: number;
+  /** Default true; false: it observes but never acquires the lease. */
   eligible: boolean;
+  /** Null when it gave none. */
   metadata: CandidateMetadata | null;
 }
+
+/** A candidate row as the store reads it: what `getCandidates` reports. */
+export type CandidateRow = CandidateInfo;

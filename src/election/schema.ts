@@ -41,7 +41,10 @@ export { DDL_LOCK_TIMEOUT_MS, DDL_LOCK_ATTEMPTS } from './ddl-lock';
  *   2. `identityStatements`: candidate metadata, priority and eligibility, the history table
  *      (second migration);
  *   3. the runs table of schedules (third migration): each folder's `runStatements`, which
- *      `initDb` and that migration run through the database's schema part.
+ *      `initDb` and that migration run through the database's schema part;
+ *   4. heartbeats that touch no index (fourth migration): step 1's candidate index on
+ *      `(ns, expires_at)` dropped, and on PostgreSQL room left on the candidate and leader
+ *      tables' pages (`fillfactor`) for HOT updates: each folder's `leanHeartbeatStatements`.
  * Each database's DDL is in its folder (`src/databases/<db>/schema.ts`); this file composes it.
  */
 
@@ -106,6 +109,18 @@ export function identityDropStatements(dialect: DialectName, names: TableNames, 
   return [sql`DROP TABLE IF EXISTS ${names.table(HISTORY_TABLE)}`, ...drops];
 }
 
+/** The statements of step 4 that the tables still lack (see `SchemaParts.leanHeartbeatStatements`). */
+export function leanHeartbeatStatements(context: DbContext, session: EntityManager | QueryRunner): Promise<SqlFragment[]> {
+  const manager = 'startTransaction' in session ? session.manager : session;
+  return partsOf(context).schema.leanHeartbeatStatements(context, manager);
+}
+
+/** The fourth migration's `down`: step 1's candidate index back. */
+export function leanHeartbeatUndoStatements(context: DbContext, session: EntityManager | QueryRunner): Promise<SqlFragment[]> {
+  const manager = 'startTransaction' in session ? session.manager : session;
+  return partsOf(context).schema.leanHeartbeatUndoStatements(context, manager);
+}
+
 /** The third migration's `down`: the runs table goes (its index with it). */
 export function runDropStatements(names: TableNames): SqlFragment[] {
   return [sql`DROP TABLE IF EXISTS ${names.table(RUN_TABLE)}`];
@@ -137,7 +152,11 @@ export async function mysqlFlavor(manager: Pick<EntityManager, 'query'>): Promis
  */
 async function schemaPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
   const relations = await partsOf(context).schema.relationsPresent(context, manager);
-  return relations && (await identityColumnsMissing(context, manager)).length === 0;
+  return (
+    relations &&
+    (await identityColumnsMissing(context, manager)).length === 0 &&
+    (await partsOf(context).schema.leanHeartbeatStatements(context, manager)).length === 0
+  );
 }
 
 /**
@@ -158,10 +177,15 @@ export async function installInOneTransaction(
     () =>
       inTransaction(dataSource, undefined, async (manager) => {
         await prepare(manager);
-        for (const statement of schema.tableStatements(context)) await execute(context, manager, statement);
+        // Step 1 only on a database without its tables: run again, its CREATE INDEX IF NOT EXISTS
+        // would build the candidate index that step 4 dropped, only for step 4 to drop it again.
+        if (!(await schema.firstStepPresent(context, manager))) {
+          for (const statement of schema.tableStatements(context)) await execute(context, manager, statement);
+        }
         const missing = await identityColumnsMissing(context, manager);
         for (const statement of identityStatementsOf(schema, context, missing)) await execute(context, manager, statement);
         for (const statement of schema.runStatements(context)) await execute(context, manager, statement);
+        for (const statement of await schema.leanHeartbeatStatements(context, manager)) await execute(context, manager, statement);
       }),
   );
 }

@@ -11,7 +11,7 @@ import { LeadingTerms } from './leading-terms';
 import { partsOf } from '../databases/parts';
 import type { ElectionPrograms } from '../databases/contract/programs';
 import { decide, ElectionStore, LeaderRow, storeOf } from './store';
-import type { ElectOutcome } from './rows';
+import type { CandidateInfo, ElectOutcome } from './rows';
 import { fenceLeader } from './fence';
 import { runStatementsOf } from '../schedules/statements';
 import { checkRunsOptions, type GetRunsOptions } from '../schedules/validate';
@@ -32,6 +32,9 @@ import {
   checkTerm,
   DEFAULT_EXPIRE_SECONDS,
 } from './validate';
+import { isDataSource } from '../db/shape';
+
+export type { CandidateInfo } from './rows';
 
 /** The current lease of a namespace. */
 export interface LeaderInfo {
@@ -49,22 +52,6 @@ export interface LeaderInfo {
    */
   updatedAt: Date;
   /** The leader's candidate metadata; null when it gave none (or its candidate row is gone). */
-  metadata: CandidateMetadata | null;
-}
-
-/** An active candidate, as `getCandidates` reports it. */
-export interface CandidateInfo {
-  /** The candidate's UUID, lower-case. */
-  candidateId: string;
-  /** Database clock at its last register / heartbeat / elect. */
-  lastHeartbeatAt: Date;
-  /** It is inactive from this instant on (database clock) unless it heartbeats again. */
-  expiresAt: Date;
-  /** Default 0. */
-  priority: number;
-  /** Default true; false: it observes but never acquires the lease. */
-  eligible: boolean;
-  /** Null when it gave none. */
   metadata: CandidateMetadata | null;
 }
 
@@ -111,10 +98,6 @@ export function leaderWatchSource(
     missed: async (from, to): Promise<MissedTerm[]> =>
       (await readRows(history.selectRange(ns, from, to))).map((row) => ({ ...history.toEntry(row), metadata: history.metadataOf(row) })),
   };
-}
-
-function isDataSource(value: unknown): value is DataSource {
-  return typeof value === 'object' && value !== null && typeof (value as DataSource).createQueryRunner === 'function';
 }
 
 function toInfo(row: LeaderRow): LeaderInfo {
@@ -227,17 +210,20 @@ export class ElectionService {
     return withManager(this.#resolve(session), session, (m, context) => work(m, storeOf(context)));
   }
 
+  /** The checked arguments of a call that heartbeats (register, elect): the id, where, the candidate's options, the lease length. */
+  #candidateCall(candidateId: string, options: CandidateCallOptions | undefined) {
+    const id = checkCandidateId(candidateId);
+    const checked = checkCallOptions(options, CANDIDATE_OPTION_KEYS);
+    return { id, ns: checked.ns, session: checked.session, fields: checkCandidateFields(checked), expire: this.#expireSeconds };
+  }
+
   /**
    * Creates the candidate row if missing; sets `last_heartbeat_at = now`, `expires_at = now +
    * expireSeconds`, and stores the `metadata`, `priority` and `eligible` given (omitted ones keep
    * their stored values; a new row gets none, 0 and true).
    */
   async registerCandidate(candidateId: string, options?: CandidateCallOptions): Promise<void> {
-    const id = checkCandidateId(candidateId);
-    const checked = checkCallOptions(options, CANDIDATE_OPTION_KEYS);
-    const fields = checkCandidateFields(checked);
-    const { ns, session } = checked;
-    const expire = this.#expireSeconds;
+    const { id, ns, session, fields, expire } = this.#candidateCall(candidateId, options);
     const programs = this.#programsFor(this.#resolve(session), session);
     if (programs) return programs.touch(ns, id, expire, fields);
     await this.#write(session, (m, store) => store.touchCandidate(m, ns, id, expire, fields));
@@ -261,11 +247,7 @@ export class ElectionService {
 
   /** {@link elect}, with the term and whether the caller leads (what a worker loop needs). */
   async electOutcome(candidateId: string, options?: CandidateCallOptions): Promise<ElectOutcome> {
-    const id = checkCandidateId(candidateId);
-    const checked = checkCallOptions(options, CANDIDATE_OPTION_KEYS);
-    const fields = checkCandidateFields(checked);
-    const { ns, session } = checked;
-    const expire = this.#expireSeconds;
+    const { id, ns, session, fields, expire } = this.#candidateCall(candidateId, options);
     const dataSource = this.#resolve(session);
     // A test hook (see `paths.ts`): the locked path only, whatever fast path would apply.
     const locked = electsLocked(this);
@@ -441,16 +423,21 @@ export class ElectionService {
     return row?.live ? toInfo(row) : null;
   }
 
+  /** resign and handOver: the same step down, recorded in the history with `reason`. */
+  async #stepDown(candidateId: string, options: CallOptions | undefined, reason: 'resigned' | 'handed-over'): Promise<boolean> {
+    const id = checkCandidateId(candidateId);
+    const { ns, session } = checkCallOptions(options);
+    const programs = this.#programsFor(this.#resolve(session), session);
+    if (programs) return programs.resign(ns, id, reason);
+    return this.#write(session, (m, store) => this.#vacateIfHeld(m, store, ns, id, reason));
+  }
+
   /**
    * Steps down but stays a candidate. True only if the caller held an unexpired lease; a row
    * still naming the caller with an expired lease is vacated too, and false returned.
    */
   async resign(candidateId: string, options?: CallOptions): Promise<boolean> {
-    const id = checkCandidateId(candidateId);
-    const { ns, session } = checkCallOptions(options);
-    const programs = this.#programsFor(this.#resolve(session), session);
-    if (programs) return programs.resign(ns, id, 'resigned');
-    return this.#write(session, (m, store) => this.#vacateIfHeld(m, store, ns, id, 'resigned'));
+    return this.#stepDown(candidateId, options, 'resigned');
   }
 
   /**
@@ -459,11 +446,7 @@ export class ElectionService {
    * candidate of higher priority appears).
    */
   async handOver(candidateId: string, options?: CallOptions): Promise<boolean> {
-    const id = checkCandidateId(candidateId);
-    const { ns, session } = checkCallOptions(options);
-    const programs = this.#programsFor(this.#resolve(session), session);
-    if (programs) return programs.resign(ns, id, 'handed-over');
-    return this.#write(session, (m, store) => this.#vacateIfHeld(m, store, ns, id, 'handed-over'));
+    return this.#stepDown(candidateId, options, 'handed-over');
   }
 
   /** Vacates the lease if `id` is named by the leader row; its term ends with `reason` (or `expired` if it had lapsed). */

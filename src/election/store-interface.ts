@@ -8,14 +8,14 @@ import type { BoundCandidateFields, CandidateFields } from './validate';
 /**
  * The election's statements, one member each, run on the manager they are given (the
  * transaction is the caller's business: see `db/session.ts`). Every instant comes from the
- * database clock. What is the same on every database is written once (`store.ts`); what a
- * database does differently comes from its folder (`databases/<db>/elect.ts`), behind the
+ * database clock. What is the same on every database is written once (`store.ts`, one
+ * statement per function in `statements/`); what a database does differently comes from its folder (`databases/<db>/elect.ts`), behind the
  * members marked "where the database has one".
  */
 export interface ElectionStore {
   /** The statements every database shares: what its members and its programs build on. */
   shared: SharedStore;
-  /** A leader row as read by `selectLeader` (also by the SQLite programs). */
+  /** A leader row as `SharedStore.selectLeader` selects it (`leaderColumns`, statements/leader-row.ts; also read so by the SQLite programs). */
   toRow: (raw: Record<string, unknown>) => LeaderRow;
   /**
    * Whether `elect` creates the leader row before locking it (else it locks first and inserts

@@ -1,5 +1,6 @@
 import { createHash } from 'crypto';
 import type { DbContext } from '../db/context';
+import type { Dialect } from '../databases/dialect';
 import { raw, RawSql } from '../db/sql';
 
 /*
@@ -17,7 +18,11 @@ export const LEADER_TABLE = 'gemstone_election_leader';
 export const HISTORY_TABLE = 'gemstone_election_history';
 /** The runs table of schedules: one row per `(ns, name, slot)`. */
 export const RUN_TABLE = 'gemstone_election_run';
-/** The candidates index on `(ns, expires_at)`, as the entity declares it (the DDL's name on a DataSource: `candidateIndexName`). */
+/**
+ * The candidates index on `(ns, expires_at)` that step 1 created (the DDL's name on a DataSource:
+ * `candidateIndexName`) and step 4 drops: a heartbeat rewrites `expires_at`, so the index made every
+ * heartbeat write index entries.
+ */
 export const CANDIDATE_INDEX = 'IDX_gemstone_election_candidate_ns_expires_at';
 /** The history index on `ended_at`, as the entity declares it (the DDL's name on a DataSource: `historyIndexName`). */
 export const HISTORY_INDEX = 'IDX_gemstone_election_history_ended_at';
@@ -34,6 +39,20 @@ export const RUN_INDEX = 'IDX_gemstone_election_run_slot';
  * declares it (the DDL's name on a DataSource: `runNsIndexName`).
  */
 export const RUN_NS_INDEX = 'IDX_gemstone_election_run_ns_slot';
+
+/** The election's three tables on one DataSource, escaped and qualified, with its dialect: what every statement of the election is built from. */
+export interface ElectionTables {
+  /** The DataSource's dialect (its clock, instants, upserts). */
+  readonly d: Dialect;
+  readonly candidates: RawSql;
+  readonly leaders: RawSql;
+  readonly history: RawSql;
+}
+
+/** The {@link ElectionTables} of a DataSource's context. */
+export function electionTables(context: Pick<DbContext, 'dialect' | 'table'>): ElectionTables {
+  return { d: context.dialect, candidates: context.table(CANDIDATE_TABLE), leaders: context.table(LEADER_TABLE), history: context.table(HISTORY_TABLE) };
+}
 
 /** PostgreSQL truncates identifiers beyond 63 bytes (MySQL refuses beyond 64). */
 const MAX_IDENTIFIER_LENGTH = 63;

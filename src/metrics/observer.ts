@@ -4,6 +4,8 @@ import type { Lease } from '../election/loop/elector-options';
 import { ValidationError } from '../errors';
 import type { ScheduleRunEnded } from '../schedules/run-ended';
 import type { TransitionReason } from './names';
+import { hasMethods } from '../db/shape';
+import type { ElectorMetrics } from './elector-metrics';
 
 /** Where the events of attached electors go: one implementation per metrics library. */
 export interface MetricsSink {
@@ -49,15 +51,7 @@ interface Attachment {
 }
 
 function isElector(value: unknown): value is LeaderElector {
-  const e = value as LeaderElector | null;
-  return (
-    typeof e === 'object' &&
-    e !== null &&
-    typeof e.ns === 'string' &&
-    typeof e.on === 'function' &&
-    typeof e.off === 'function' &&
-    typeof e.health === 'function'
-  );
+  return hasMethods(value, ['on', 'off', 'health']) && typeof (value as LeaderElector).ns === 'string';
 }
 
 /**
@@ -182,4 +176,22 @@ export class ElectorObserver {
 
 function raise(attachment: Attachment, term: number): void {
   if (attachment.term === undefined || term > attachment.term) attachment.term = term;
+}
+
+/**
+ * The {@link ElectorMetrics} of a backend fed by `observer`: attaching, detaching and the list of
+ * electors are the observer's; `close` closes the observer, then `release`s what the backend holds.
+ */
+export function observedMetrics(observer: ElectorObserver, release: () => void): ElectorMetrics {
+  return {
+    attach: (elector) => observer.attach(elector),
+    detach: (elector) => observer.detach(elector),
+    get electors() {
+      return observer.electors;
+    },
+    close() {
+      observer.close();
+      release();
+    },
+  };
 }

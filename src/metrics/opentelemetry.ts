@@ -2,7 +2,8 @@ import { checkOptions } from '../election/validate';
 import { ValidationError } from '../errors';
 import { checkBuckets, ElectorMetrics } from './elector-metrics';
 import { DEFAULT_SCHEDULE_DURATION_BUCKETS, HELP, METRIC_NAMES, SCHEDULE_RUN_STATES, TRANSITION_REASONS } from './names';
-import { ElectorObserver } from './observer';
+import { ElectorObserver, observedMetrics } from './observer';
+import { hasMethods } from '../db/shape';
 
 /** Attributes of a measurement: here `ns`, and `reason` or `outcome`. */
 export type OpenTelemetryAttributes = Record<string, string>;
@@ -75,16 +76,7 @@ export interface OpenTelemetryMetricsOptions {
 }
 
 function isMeter(value: unknown): value is OpenTelemetryMeter {
-  const m = value as OpenTelemetryMeter | null;
-  return (
-    typeof m === 'object' &&
-    m !== null &&
-    typeof m.createCounter === 'function' &&
-    typeof m.createHistogram === 'function' &&
-    typeof m.createObservableGauge === 'function' &&
-    typeof m.addBatchObservableCallback === 'function' &&
-    typeof m.removeBatchObservableCallback === 'function'
-  );
+  return hasMethods(value, ['createCounter', 'createHistogram', 'createObservableGauge', 'addBatchObservableCallback', 'removeBatchObservableCallback']);
 }
 
 /**
@@ -163,16 +155,6 @@ export function createOpenTelemetryMetrics(meter: OpenTelemetryMeter, options?: 
   };
   meter.addBatchObservableCallback(observe, gauges);
 
-  return {
-    attach: (elector) => observer.attach(elector),
-    detach: (elector) => observer.detach(elector),
-    get electors() {
-      return observer.electors;
-    },
-    close() {
-      observer.close();
-      // Counters and the histogram cannot be removed from a Meter; with no elector attached they stay still.
-      meter.removeBatchObservableCallback(observe, gauges);
-    },
-  };
+  // Counters and the histogram cannot be removed from a Meter; with no elector attached they stay still.
+  return observedMetrics(observer, () => meter.removeBatchObservableCallback(observe, gauges));
 }

@@ -3,7 +3,8 @@ import { checkOptions } from '../election/validate';
 import { GemstoneError, ValidationError } from '../errors';
 import { checkBuckets, ElectorMetrics } from './elector-metrics';
 import { DEFAULT_SCHEDULE_DURATION_BUCKETS, HELP, METRIC_NAMES, SCHEDULE_RUN_STATES, TRANSITION_REASONS } from './names';
-import { ElectorObserver } from './observer';
+import { ElectorObserver, observedMetrics } from './observer';
+import { hasMethods } from '../db/shape';
 
 /**
  * A prom-client `Registry` (described by the methods used, so this package's types do not depend
@@ -43,14 +44,7 @@ function promClient(): PromClient {
 }
 
 function isRegistry(value: unknown): value is PrometheusRegistry {
-  const r = value as PrometheusRegistry | null;
-  return (
-    typeof r === 'object' &&
-    r !== null &&
-    typeof r.getSingleMetric === 'function' &&
-    typeof r.removeSingleMetric === 'function' &&
-    typeof r.registerMetric === 'function'
-  );
+  return hasMethods(value, ['getSingleMetric', 'removeSingleMetric', 'registerMetric']);
 }
 
 /**
@@ -100,45 +94,7 @@ export function createPrometheusMetrics(options?: PrometheusMetricsOptions): Ele
     buckets: [...scheduleBuckets],
     registers,
   });
-  new client.Gauge({
-    name: METRIC_NAMES.scheduleLastSuccess,
-    help: HELP.scheduleLastSuccess,
-    labelNames: ['ns', 'schedule'],
-    registers,
-    // In cluster mode the newest success of any process is the schedule's.
-    aggregator: 'max',
-    collect() {
-      this.reset();
-      for (const s of observer.collectSchedules()) if (s.lastSuccess !== undefined) this.set({ ns: s.ns, schedule: s.schedule }, s.lastSuccess);
-    },
-  });
-  // Gauges are computed at scrape time from the attached electors (a namespace with no elector left
-  // has no series). `aggregator` tells prom-client's AggregatorRegistry (cluster mode) how to merge
-  // processes: leaders add up, the term is the highest, the skew an average, its bound the widest.
-  const gauge = (
-    name: string,
-    help: string,
-    aggregator: 'sum' | 'max' | 'average',
-    value: (state: ReturnType<ElectorObserver['collect']>[number]) => number | undefined,
-  ) =>
-    new client.Gauge({
-      name,
-      help,
-      labelNames: ['ns'],
-      registers,
-      aggregator,
-      collect() {
-        this.reset();
-        for (const state of observer.collect()) {
-          const v = value(state);
-          if (v !== undefined) this.set({ ns: state.ns }, v);
-        }
-      },
-    });
-  gauge(METRIC_NAMES.isLeader, HELP.isLeader, 'sum', (s) => s.isLeader);
-  gauge(METRIC_NAMES.term, HELP.term, 'max', (s) => s.term);
-  gauge(METRIC_NAMES.clockSkew, HELP.clockSkew, 'average', (s) => s.clockSkew?.seconds);
-  gauge(METRIC_NAMES.clockSkewError, HELP.clockSkewError, 'max', (s) => s.clockSkew?.errorSeconds);
+  registerGauges(client, registers, () => observer);
 
   observer = new ElectorObserver({
     initialize(ns) {
@@ -157,18 +113,10 @@ export function createPrometheusMetrics(options?: PrometheusMetricsOptions): Ele
     },
   });
 
-  const metrics: ElectorMetrics = {
-    attach: (elector) => observer.attach(elector),
-    detach: (elector) => observer.detach(elector),
-    get electors() {
-      return observer.electors;
-    },
-    close() {
-      observer.close();
-      for (const name of Object.values(METRIC_NAMES)) registry.removeSingleMetric(name);
-      if (shared.get(registry) === metrics) shared.delete(registry);
-    },
-  };
+  const metrics: ElectorMetrics = observedMetrics(observer, () => {
+    for (const name of Object.values(METRIC_NAMES)) registry.removeSingleMetric(name);
+    if (shared.get(registry) === metrics) shared.delete(registry);
+  });
   return metrics;
 }
 
@@ -190,4 +138,50 @@ export function instrumentElector(elector: LeaderElector, options?: { readonly r
     shared.set(registry, metrics);
   }
   return metrics.attach(elector);
+}
+
+/**
+ * The gauges, computed at scrape time from the electors attached to `observer()` (read then: the
+ * observer is made after the instruments it feeds).
+ */
+function registerGauges(client: PromClient, registers: Array<InstanceType<PromClient['Registry']>>, observer: () => ElectorObserver): void {
+  new client.Gauge({
+    name: METRIC_NAMES.scheduleLastSuccess,
+    help: HELP.scheduleLastSuccess,
+    labelNames: ['ns', 'schedule'],
+    registers,
+    // In cluster mode the newest success of any process is the schedule's.
+    aggregator: 'max',
+    collect() {
+      this.reset();
+      for (const s of observer().collectSchedules()) if (s.lastSuccess !== undefined) this.set({ ns: s.ns, schedule: s.schedule }, s.lastSuccess);
+    },
+  });
+  // Gauges are computed at scrape time from the attached electors (a namespace with no elector left
+  // has no series). `aggregator` tells prom-client's AggregatorRegistry (cluster mode) how to merge
+  // processes: leaders add up, the term is the highest, the skew an average, its bound the widest.
+  const gauge = (
+    name: string,
+    help: string,
+    aggregator: 'sum' | 'max' | 'average',
+    value: (state: ReturnType<ElectorObserver['collect']>[number]) => number | undefined,
+  ) =>
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ['ns'],
+      registers,
+      aggregator,
+      collect() {
+        this.reset();
+        for (const state of observer().collect()) {
+          const v = value(state);
+          if (v !== undefined) this.set({ ns: state.ns }, v);
+        }
+      },
+    });
+  gauge(METRIC_NAMES.isLeader, HELP.isLeader, 'sum', (s) => s.isLeader);
+  gauge(METRIC_NAMES.term, HELP.term, 'max', (s) => s.term);
+  gauge(METRIC_NAMES.clockSkew, HELP.clockSkew, 'average', (s) => s.clockSkew?.seconds);
+  gauge(METRIC_NAMES.clockSkewError, HELP.clockSkewError, 'max', (s) => s.clockSkew?.errorSeconds);
 }

@@ -3,7 +3,7 @@ import { DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT } from '../../election/observe
 import { ElectionService } from '../../election/service';
 import { DEFAULT_NS } from '../../election/validate';
 import { namespace, URL_OPTION_HELP } from '../options';
-import { connect, disconnect, isMissingTable, missingTablesError, resolveUrl, withTableOptions } from '../target';
+import { onExistingTables, withTableOptions } from '../target';
 import { historyJson, historyTable } from './render';
 
 interface HistoryCommandOptions {
@@ -25,19 +25,11 @@ function integer(min: number, max: number) {
 }
 
 async function listHistory(options: HistoryCommandOptions): Promise<void> {
-  const url = resolveUrl(options.url);
-  const names = { schema: options.schema, entityPrefix: options.entityPrefix };
-  const dataSource = await connect(url, { createTables: false, ...names });
-  try {
+  await onExistingTables(options, 'the election history table is', async (dataSource) => {
     const query = { ns: options.ns, limit: options.limit, ...(options.before !== undefined ? { before: options.before } : {}) };
     const entries = await new ElectionService(dataSource).getHistory(query);
     process.stdout.write(`${options.json ? historyJson(entries) : historyTable(options.ns, entries)}\n`);
-  } catch (error) {
-    if (!isMissingTable(error)) throw error;
-    throw missingTablesError(url, names, error, 'the election history table is');
-  } finally {
-    await disconnect(dataSource);
-  }
+  });
 }
 
 /** `gemstone-election history`. */

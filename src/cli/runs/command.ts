@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { ElectionService } from '../../election/service';
 import { checkScheduleName, DEFAULT_RUNS_LIMIT, MAX_RUNS_LIMIT } from '../../schedules/validate';
 import { namespace, URL_OPTION_HELP } from '../options';
-import { connect, disconnect, isMissingTable, missingTablesError, resolveUrl, withTableOptions } from '../target';
+import { onExistingTables, withTableOptions } from '../target';
 import { runsJson, runsTable } from './render';
 
 interface RunsCommandOptions {
@@ -46,10 +46,7 @@ function scheduleName(value: string): string {
 }
 
 async function listRuns(options: RunsCommandOptions): Promise<void> {
-  const url = resolveUrl(options.url);
-  const names = { schema: options.schema, entityPrefix: options.entityPrefix };
-  const dataSource = await connect(url, { createTables: false, ...names });
-  try {
+  await onExistingTables(options, 'the schedule runs table is', async (dataSource) => {
     const query = {
       limit: options.limit,
       ...(options.ns !== undefined ? { ns: options.ns } : {}),
@@ -58,12 +55,7 @@ async function listRuns(options: RunsCommandOptions): Promise<void> {
     };
     const runs = await new ElectionService(dataSource).getRuns(query);
     process.stdout.write(`${options.json ? runsJson(runs) : runsTable(runs)}\n`);
-  } catch (error) {
-    if (!isMissingTable(error)) throw error;
-    throw missingTablesError(url, names, error, 'the schedule runs table is');
-  } finally {
-    await disconnect(dataSource);
-  }
+  });
 }
 
 /** `gemstone-election runs`. */

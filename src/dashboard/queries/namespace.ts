@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { sqlBool } from '../../databases/dialect';
 import { sql, SqlFragment } from '../../db/sql';
-import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
+import { electionTables } from '../../election/tables';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
 import { MAX_CANDIDATES_SHOWN } from '../options';
 import { HealthSettings, NamespaceSummary, toSummary } from './overview';
@@ -34,10 +34,7 @@ export interface NamespaceDetail extends HealthSettings {
 }
 
 export function namespaceStatements(context: DbContext, settings: HealthSettings) {
-  const d = context.dialect;
-  const leaders = context.table(LEADER_TABLE);
-  const candidates = context.table(CANDIDATE_TABLE);
-  const history = context.table(HISTORY_TABLE);
+  const { d, leaders, candidates, history } = electionTables(context);
   const live = sql`(l.leader_id IS NOT NULL AND l.lease_expires_at > ${d.now})`;
   return {
     leader(ns: string): SqlFragment {

@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { sqlBool } from '../../databases/dialect';
 import { raw, sql, SqlFragment } from '../../db/sql';
-import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../../election/schema';
+import { electionTables } from '../../election/tables';
 import { parseMetadata, type CandidateMetadata } from '../../election/validate';
 import { count, epochMs, inList, ReadBounds, boundedRead } from './read';
 import { MAX_OVERVIEW_SNAPSHOTS } from '../options';
@@ -78,10 +78,7 @@ export interface Overview extends HealthSettings {
  * made MariaDB's plan quadratic.
  */
 export function overviewStatements(context: DbContext, settings: HealthSettings) {
-  const d = context.dialect;
-  const leaders = context.table(LEADER_TABLE);
-  const candidates = context.table(CANDIDATE_TABLE);
-  const history = context.table(HISTORY_TABLE);
+  const { d, leaders, candidates, history } = electionTables(context);
   const live = sql`(l.leader_id IS NOT NULL AND l.lease_expires_at > ${d.now})`;
   const liveRank = sql`CASE WHEN ${live} THEN 1 ELSE 0 END`;
   const candidateCount = sql`(SELECT COUNT(*) FROM ${candidates} cc WHERE cc.ns = n.ns AND cc.expires_at > ${d.now})`;

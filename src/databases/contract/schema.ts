@@ -34,9 +34,25 @@ export interface SchemaParts {
   historyStatements(names: TableNames, flavor?: MysqlFlavor): SqlFragment[];
   /** Step 3's runs table of schedules and its index (`CREATE … IF NOT EXISTS`). */
   runStatements(names: TableNames, flavor?: MysqlFlavor): SqlFragment[];
+  /**
+   * Step 4, heartbeats that touch no index: the statements that bring the tables there from what
+   * `manager` shows, none when they are there. A heartbeat rewrites the candidate's
+   * `expires_at`, which step 1's `(ns, expires_at)` index holds: that index goes (every
+   * per-namespace read finds its rows by the primary key's `ns` prefix). PostgreSQL also leaves
+   * room on each page of the candidate and leader tables (`fillfactor`), so that a heartbeat and
+   * a renewal are HOT updates: a new row version on the same page, and no index entry at all.
+   */
+  leanHeartbeatStatements(context: DbContext, manager: EntityManager): Promise<SqlFragment[]>;
+  /** The fourth migration's `down`: step 1's index back (and PostgreSQL's default `fillfactor`), from what `manager` shows. */
+  leanHeartbeatUndoStatements(context: DbContext, manager: EntityManager): Promise<SqlFragment[]>;
   /** A statement listing the candidate table's columns, one row per column in column `name`. */
   candidateColumns(context: DbContext): SqlFragment;
-  /** Whether every table and index of every step exists (the columns are checked apart). */
+  /**
+   * Whether step 1's two tables (candidate and leader) exist: then `initDb` skips step 1, whose
+   * candidate index step 4 dropped and which must not be built again only to be dropped.
+   */
+  firstStepPresent(context: DbContext, manager: EntityManager): Promise<boolean>;
+  /** Whether every table and index of steps 1–3 exists (the columns and step 4 are checked apart). */
   relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean>;
   /** The server's flavour where the DDL depends on it (MySQL/MariaDB: the collation), else undefined. */
   flavorOf(session: Pick<EntityManager, 'query'>): Promise<MysqlFlavor | undefined>;

@@ -16,12 +16,12 @@ const named = (name: string) => quotedName(name, '`');
 /** The binary no-pad collation of the namespace column on each server (see {@link MysqlFlavor}). */
 const NS_COLLATION: Record<MysqlFlavor, string> = { mariadb: 'utf8mb4_nopad_bin', mysql: 'utf8mb4_0900_bin' };
 
-/** MySQL: ER_DUP_KEYNAME, another process added the same index first. */
-const MYSQL_DUPLICATE_KEY_NAME = 1061;
+/** MySQL: ER_CANT_DROP_FIELD_OR_KEY, another process dropped the same index first. */
+const MYSQL_CANT_DROP_KEY = 1091;
 /** MySQL: ER_DUP_FIELDNAME, another process added the same column first. */
 const MYSQL_DUPLICATE_COLUMN = 1060;
 
-/** MySQL/MariaDB: the history index is part of its CREATE TABLE; the candidate index may have been dropped. */
+/** MySQL/MariaDB: whether step 1's candidate index is still there (step 4 drops it). */
 async function mysqlIndexPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
   const rows = await execute(
     context,
@@ -119,6 +119,16 @@ export const mysqlSchema: SchemaParts = {
     return sql`SELECT column_name AS name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ${context.tableName(CANDIDATE_TABLE)}`;
   },
 
+  async firstStepPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+    const [candidate, leader] = [CANDIDATE_TABLE, LEADER_TABLE].map((name) => context.tableName(name));
+    const rows = await execute(
+      context,
+      manager,
+      sql`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (${candidate}, ${leader})`,
+    );
+    return Number(rows[0]?.n) === 2;
+  },
+
   async relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
     const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, RUN_TABLE].map((name) => context.tableName(name));
     const rows = await execute(
@@ -126,7 +136,21 @@ export const mysqlSchema: SchemaParts = {
       manager,
       sql`SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (${names[0]}, ${names[1]}, ${names[2]}, ${names[3]})`,
     );
-    return Number(rows[0]?.n) === names.length && (await mysqlIndexPresent(context, manager));
+    return Number(rows[0]?.n) === names.length;
+  },
+
+  /**
+   * An online, in-place drop on InnoDB: a metadata lock held for a moment, no table copy. As an
+   * `ALTER TABLE`, which the installing role may run (`DROP INDEX` would need `INDEX` too).
+   */
+  async leanHeartbeatStatements(context: DbContext, manager: EntityManager): Promise<SqlFragment[]> {
+    if (!(await mysqlIndexPresent(context, manager))) return [];
+    return [sql`ALTER TABLE ${context.table(CANDIDATE_TABLE)} DROP INDEX ${named(candidateIndexName(context))}`];
+  },
+
+  async leanHeartbeatUndoStatements(context: DbContext, manager: EntityManager): Promise<SqlFragment[]> {
+    if (await mysqlIndexPresent(context, manager)) return [];
+    return [sql`ALTER TABLE ${context.table(CANDIDATE_TABLE)} ADD INDEX ${named(candidateIndexName(context))} (ns, expires_at)`];
   },
 
   flavorOf: (session) => mysqlFlavor(session),
@@ -144,13 +168,8 @@ async function installMysql(dataSource: DataSource, context: DbContext): Promise
   try {
     const m = runner.manager;
     const flavor = await mysqlFlavor(m);
-    for (const statement of mysqlSchema.tableStatements(context, flavor)) await execute(context, m, statement);
-    // The index is part of CREATE TABLE, which skips a table that exists without it.
-    if (!(await mysqlIndexPresent(context, m))) {
-      const index = sql`CREATE INDEX ${named(candidateIndexName(context))} ON ${context.table(CANDIDATE_TABLE)} (ns, expires_at)`;
-      await execute(context, m, index).catch((error: unknown) => {
-        if (Number(driverError(error).errno) !== MYSQL_DUPLICATE_KEY_NAME) throw error;
-      });
+    if (!(await mysqlSchema.firstStepPresent(context, m))) {
+      for (const statement of mysqlSchema.tableStatements(context, flavor)) await execute(context, m, statement);
     }
     const [saved] = await execute<{ t: unknown }>(context, m, sql`SELECT @@SESSION.lock_wait_timeout AS t`);
     // A server-side parameter is a double, which the variable refuses: cast to its type.
@@ -168,6 +187,16 @@ async function installMysql(dataSource: DataSource, context: DbContext): Promise
       });
       // Step 3: a new table only, no lock on the election's tables.
       for (const statement of mysqlSchema.runStatements(context, flavor)) await execute(context, m, statement);
+      // Step 4: the heartbeat's index goes.
+      await withDdlLockRetries(mysqlDdl.isLockTimeout, async () => {
+        for (const statement of await mysqlSchema.leanHeartbeatStatements(context, m)) {
+          await execute(context, m, statement).catch(async (error: unknown) => {
+            // Another process dropped it first.
+            if (Number(driverError(error).errno) !== MYSQL_CANT_DROP_KEY) throw error;
+            if (await mysqlIndexPresent(context, m)) throw error;
+          });
+        }
+      });
     } finally {
       await execute(context, m, sql`SET SESSION lock_wait_timeout = CAST(${Number(saved?.t)} AS UNSIGNED)`);
     }

@@ -137,7 +137,7 @@ function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
-/** The leader table whose news a listener takes: announcements name it (see `store.ts`). */
+/** The leader table whose news a listener takes: announcements name it (see `announce.ts`). */
 interface WatchedTable {
   readonly schema: string;
   readonly table: string;

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { execute } from '../../db/session';
-import { sql, SqlFragment } from '../../db/sql';
+import { raw, sql, SqlFragment } from '../../db/sql';
 import { DDL_LOCK_TIMEOUT_MS } from '../../election/ddl-lock';
 import { installInOneTransaction } from '../../election/schema';
 import { CANDIDATE_TABLE, candidateIndexName, HISTORY_TABLE, historyIndexName, LEADER_TABLE, objectName, quotedName, RUN_TABLE, runIndexName, runNsIndexName, TableNames } from '../../election/tables';
@@ -12,6 +12,30 @@ const named = (name: string) => quotedName(name, '"');
 
 /** Serializes concurrent installs on PostgreSQL, where two racing CREATE TABLE IF NOT EXISTS can fail. */
 const PG_INSTALL_LOCK_KEY = 7_455_301_121;
+
+/**
+ * Step 4's `fillfactor` of the candidate and leader tables: 30 % of each page left free when rows
+ * are inserted, room for the next version of its rows, so that their updates stay HOT as the
+ * tables grow (a heartbeat's version is about 100 bytes; metadata beyond 2 kB lives in TOAST and
+ * is not copied when unchanged).
+ */
+export const HEARTBEAT_FILLFACTOR = 70;
+
+/**
+ * Where step 4 stands: the old index still there; each table's `fillfactor` set. A `fillfactor`
+ * someone set otherwise is theirs to choose and stays.
+ */
+async function heartbeatState(context: DbContext, manager: EntityManager): Promise<{ indexed: boolean; candidateRoomy: boolean; leaderRoomy: boolean }> {
+  const index = context.qualified(CANDIDATE_TABLE, candidateIndexName(context)).text;
+  const roomy = (table: string) =>
+    sql`EXISTS (SELECT 1 FROM pg_class c, unnest(c.reloptions) AS o(option) WHERE c.oid = to_regclass(${context.table(table).text}) AND o.option LIKE 'fillfactor=%')`;
+  const [row] = await execute(
+    context,
+    manager,
+    sql`SELECT to_regclass(${index}) IS NOT NULL AS indexed, ${roomy(CANDIDATE_TABLE)} AS candidate_roomy, ${roomy(LEADER_TABLE)} AS leader_roomy`,
+  );
+  return { indexed: row?.indexed === true, candidateRoomy: row?.candidate_roomy === true, leaderRoomy: row?.leader_roomy === true };
+}
 
 /** PostgreSQL: the election schema (see `election/schema.ts` for the steps). */
 export const postgresSchema: SchemaParts = {
@@ -95,9 +119,14 @@ export const postgresSchema: SchemaParts = {
     return sql`SELECT attname AS name FROM pg_attribute WHERE attrelid = to_regclass(${context.table(CANDIDATE_TABLE).text}) AND attnum > 0 AND NOT attisdropped`;
   },
 
+  async firstStepPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+    const [candidate, leader] = [CANDIDATE_TABLE, LEADER_TABLE].map((name) => context.table(name).text);
+    const rows = await execute(context, manager, sql`SELECT (to_regclass(${candidate}) IS NOT NULL AND to_regclass(${leader}) IS NOT NULL) AS present`);
+    return rows[0]?.present === true;
+  },
+
   async relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
     const [candidate, leader, history] = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE].map((name) => context.table(name).text);
-    const index = context.qualified(CANDIDATE_TABLE, candidateIndexName(context)).text;
     const historyIndex = context.qualified(HISTORY_TABLE, historyIndexName(context)).text;
     const runs = context.table(RUN_TABLE).text;
     const runIndex = context.qualified(RUN_TABLE, runIndexName(context)).text;
@@ -105,11 +134,33 @@ export const postgresSchema: SchemaParts = {
     const rows = await execute(
       context,
       manager,
-      sql`SELECT (to_regclass(${candidate}) IS NOT NULL AND to_regclass(${leader}) IS NOT NULL AND to_regclass(${index}) IS NOT NULL
+      sql`SELECT (to_regclass(${candidate}) IS NOT NULL AND to_regclass(${leader}) IS NOT NULL
   AND to_regclass(${history}) IS NOT NULL AND to_regclass(${historyIndex}) IS NOT NULL
   AND to_regclass(${runs}) IS NOT NULL AND to_regclass(${runIndex}) IS NOT NULL AND to_regclass(${runNsIndex}) IS NOT NULL) AS present`,
     );
     return rows[0]?.present === true;
+  },
+
+  async leanHeartbeatStatements(context: DbContext, manager: EntityManager): Promise<SqlFragment[]> {
+    const state = await heartbeatState(context, manager);
+    const candidate = context.table(CANDIDATE_TABLE);
+    const leader = context.table(LEADER_TABLE);
+    const fillfactor = raw(`(fillfactor = ${HEARTBEAT_FILLFACTOR})`);
+    return [
+      ...(state.indexed ? [sql`DROP INDEX IF EXISTS ${context.qualified(CANDIDATE_TABLE, candidateIndexName(context))}`] : []),
+      ...(state.candidateRoomy ? [] : [sql`ALTER TABLE ${candidate} SET ${fillfactor}`]),
+      ...(state.leaderRoomy ? [] : [sql`ALTER TABLE ${leader} SET ${fillfactor}`]),
+    ];
+  },
+
+  async leanHeartbeatUndoStatements(context: DbContext, manager: EntityManager): Promise<SqlFragment[]> {
+    const state = await heartbeatState(context, manager);
+    const index = named(candidateIndexName(context));
+    return [
+      ...(state.indexed ? [] : [sql`CREATE INDEX IF NOT EXISTS ${index} ON ${context.table(CANDIDATE_TABLE)} (ns, expires_at)`]),
+      sql`ALTER TABLE ${context.table(CANDIDATE_TABLE)} RESET (fillfactor)`,
+      sql`ALTER TABLE ${context.table(LEADER_TABLE)} RESET (fillfactor)`,
+    ];
   },
 
   /**

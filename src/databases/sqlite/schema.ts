@@ -13,6 +13,12 @@ import type { SchemaParts } from '../contract/schema';
  */
 const named = (name: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? raw(name) : quotedName(name, '"'));
 
+/** Whether step 1's candidate index is still there (step 4 drops it). */
+async function sqliteIndexPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+  const rows = await execute(context, manager, sql`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'index' AND name = ${candidateIndexName(context)}`);
+  return Number(rows[0]?.n) > 0;
+}
+
 /** SQLite: the election schema (see `election/schema.ts` for the steps). */
 export const sqliteSchema: SchemaParts = {
   /** TypeORM's datetime form: UTC text 'YYYY-MM-DD HH:MM:SS.SSS', which sorts in time order. */
@@ -95,15 +101,31 @@ export const sqliteSchema: SchemaParts = {
     return sql`SELECT name FROM pragma_table_info(${context.tableName(CANDIDATE_TABLE)})`;
   },
 
+  async firstStepPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
+    const [candidate, leader] = [CANDIDATE_TABLE, LEADER_TABLE].map((name) => context.tableName(name));
+    const rows = await execute(context, manager, sql`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN (${candidate}, ${leader})`);
+    return Number(rows[0]?.n) === 2;
+  },
+
   async relationsPresent(context: DbContext, manager: EntityManager): Promise<boolean> {
     const names = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, RUN_TABLE].map((name) => context.tableName(name));
     const rows = await execute(
       context,
       manager,
       sql`SELECT COUNT(*) AS n FROM sqlite_master WHERE (type = 'table' AND name IN (${names[0]}, ${names[1]}, ${names[2]}, ${names[3]}))
-  OR (type = 'index' AND name IN (${candidateIndexName(context)}, ${historyIndexName(context)}, ${runIndexName(context)}, ${runNsIndexName(context)}))`,
+  OR (type = 'index' AND name IN (${historyIndexName(context)}, ${runIndexName(context)}, ${runNsIndexName(context)}))`,
     );
-    return Number(rows[0]?.n) === names.length + 4;
+    return Number(rows[0]?.n) === names.length + 3;
+  },
+
+  async leanHeartbeatStatements(context: DbContext, manager: EntityManager): Promise<SqlFragment[]> {
+    if (!(await sqliteIndexPresent(context, manager))) return [];
+    return [sql`DROP INDEX IF EXISTS ${named(candidateIndexName(context))}`];
+  },
+
+  async leanHeartbeatUndoStatements(context: DbContext, manager: EntityManager): Promise<SqlFragment[]> {
+    if (await sqliteIndexPresent(context, manager)) return [];
+    return [sql`CREATE INDEX IF NOT EXISTS ${named(candidateIndexName(context))} ON ${context.table(CANDIDATE_TABLE)} (ns, expires_at)`];
   },
 
   /** Transactional DDL: every step or none; SQLite's write lock serializes installers by itself. */

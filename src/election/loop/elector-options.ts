@@ -22,6 +22,7 @@ import {
   DEFAULT_EXPIRE_SECONDS,
   DEFAULT_PRIORITY,
 } from '../validate';
+import { isDataSource } from '../../db/shape';
 
 /** One leadership, as handed to the callbacks and to `runIfLeader`. */
 export interface Lease {
@@ -222,10 +223,6 @@ const KNOWN = [
 function optionalFunction<T>(value: unknown, parameter: string): T | undefined {
   if (value !== undefined && typeof value !== 'function') throw new ValidationError(parameter, `must be a function (got ${typeof value})`);
   return value as T | undefined;
-}
-
-function isDataSource(value: unknown): value is DataSource {
-  return typeof value === 'object' && value !== null && typeof (value as DataSource).createQueryRunner === 'function';
 }
 
 function checkListen(value: unknown): CheckedElectorOptions['listen'] {

@@ -69,15 +69,23 @@ export class TickHealth {
     this.#lastError = error;
   }
 
-  /** The report, given the role and whether the leader's own deadline has passed. */
-  report(role: ElectorRole, leaderOverdue: boolean): ElectorHealth {
+  /** Whether no tick has succeeded for a lease (or since `start()`). */
+  get stale(): boolean {
+    return !this.#fresh || this.#fresh.passed;
+  }
+
+  /**
+   * The report, given the role, whether this read ended a leadership whose own deadline had
+   * passed, and {@link stale} as read before the role (so the three agree).
+   */
+  report(role: ElectorRole, leaderOverdue: boolean, stale: boolean): ElectorHealth {
     const base = { role, lastRenewedAt: this.#lastRenewedAt, lastError: this.#lastError };
     let problem: string | null = null;
     if (role === 'stopped') {
       problem = 'the elector is not running (start() was not called, or stop() was)';
     } else if (leaderOverdue) {
       problem = "the leader's renewal is overdue past its local deadline";
-    } else if (!this.#fresh || this.#fresh.passed) {
+    } else if (stale) {
       problem =
         this.#lastRenewedAt === null
           ? `no tick has succeeded within the lease (${this.#leaseMs} ms) since start()`

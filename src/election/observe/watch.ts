@@ -10,6 +10,7 @@ import { deliversLeaseChanges, LeaseChangeSubscription, ListenSubscriber, subscr
 import type { HistoryEntry } from './history';
 import type { ObservedLeader } from '../rows';
 import { checkNs, checkOptions } from '../validate';
+import { hasMethods } from '../../db/shape';
 
 /** How often a watcher reads the leader row, in ms: 1000. On PostgreSQL it is the safety net behind LISTEN. */
 export const DEFAULT_WATCH_POLL_MS = 1_000;
@@ -75,13 +76,7 @@ export interface CheckedWatchOptions {
 }
 
 function isAbortSignal(value: unknown): value is AbortSignal {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as AbortSignal).aborted === 'boolean' &&
-    typeof (value as AbortSignal).addEventListener === 'function' &&
-    typeof (value as AbortSignal).removeEventListener === 'function'
-  );
+  return hasMethods(value, ['addEventListener', 'removeEventListener']) && typeof (value as AbortSignal).aborted === 'boolean';
 }
 
 /** Validates {@link WatchOptions} (plus `extra` keys the caller handles). */
@@ -289,18 +284,21 @@ export class LeaderWatch implements AsyncIterableIterator<LeaderChange, undefine
 
   /**
    * The states between the last one yielded and `next` that this watch did not see (a term that
-   * began and ended between two reads, a vacancy as short as a hand-over), from the history
-   * table, oldest first. Terms the history no longer has (pruned) are skipped.
+   * began and ended between two reads, a vacancy as short as a hand-over, another holder of the
+   * term last yielded: a term granted twice whose second holder left before this read), from the
+   * history table, oldest first. Terms the history no longer has (pruned) are skipped.
    */
   async #missedBefore(next: LeaderChange): Promise<LeaderChange[]> {
     const last = this.#rank;
     const rank = rankOf(next);
-    // Nothing yielded yet (the current state comes first), or nothing in between.
-    if (last < 0 || rank <= last + 1) return [];
+    // Nothing yielded yet (the current state comes first), or nothing in between: after a
+    // vacancy, the next term's holder; after a holder, only that term's history can name another.
+    if (last < 0 || rank <= last || (rank === last + 1 && last % 2 === 1)) return [];
     const states: LeaderChange[] = [];
-    for (const entry of await this.#source.missed(Math.floor((last + 1) / 2), Math.floor((rank - 1) / 2))) {
+    for (const entry of await this.#source.missed(Math.ceil(last / 2), Math.floor((rank - 1) / 2))) {
       const { term } = entry;
-      if (2 * term > last && 2 * term < rank) {
+      const otherHolder = 2 * term === last && entry.leaderId !== this.#holder;
+      if ((2 * term > last || otherHolder) && 2 * term < rank) {
         states.push(Object.freeze({ ns: this.ns, leaderId: entry.leaderId, term, metadata: entry.metadata, at: entry.acquiredAt }));
       }
       if (entry.endedAt && 2 * term + 1 > last && 2 * term + 1 < rank) {

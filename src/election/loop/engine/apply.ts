@@ -19,8 +19,19 @@ export interface AnswerTarget {
   /** Starts a grant unless something made it moot meanwhile; whether it started. */
   begin(granted: Leadership): boolean;
   observe(ns: string, leaderId: string | null, term: number): void;
+  /** An answer that this candidate leads `ns` under a term no grant hands out (see {@link isGrantedTerm}). */
+  refused(ns: string, term: number): void;
   /** The campaign's leases to hand over beyond its share, `held` being led now. */
   surplus(held: readonly string[]): readonly string[];
+}
+
+/**
+ * Whether `term` can be a granted lease's: a leader row starts vacant at term 0 and every grant
+ * adds 1, so a lease is never held under a term below 1 (nor under a fraction, NaN or a number
+ * past exact integers, which only a misread answer could carry).
+ */
+export function isGrantedTerm(term: number): boolean {
+  return Number.isSafeInteger(term) && term >= 1;
 }
 
 /**
@@ -42,7 +53,7 @@ export function applyAnswer(s: AnswerTarget, answer: CampaignAnswer, deadline: L
   const granted = new Map<string, Leadership>();
   if (!deadline.passed) {
     for (const { ns, isLeader, term, acquired, handOver } of answer.outcomes) {
-      if (!isLeader || term === null || handOver || !s.namespaces.has(ns) || s.giving.has(ns)) continue;
+      if (!isLeader || term === null || !isGrantedTerm(term) || handOver || !s.namespaces.has(ns) || s.giving.has(ns)) continue;
       const held = s.leaderships.get(ns);
       if (held && held.lease.term === term && !acquired && !held.passed) held.renew(deadline);
       else granted.set(ns, new Leadership(s.leaderships.hooks, ns, s.me, term, deadline));
@@ -63,6 +74,16 @@ export function applyAnswer(s: AnswerTarget, answer: CampaignAnswer, deadline: L
       // tick renews it. Safe as for a failed tick: nobody can take the lease before its end by
       // the database clock, which is no earlier than the local deadline. Ending it at once
       // would make a lock held for a moment by a rival's tick demote and re-elect the same term.
+      continue;
+    }
+    if (outcome.isLeader && !isGrantedTerm(outcome.term)) {
+      // Leading under a term no grant hands out: not a lease this candidate was granted, so
+      // nothing starts. A leadership held here ends (which term the database holds for it is
+      // unknown), the answer is reported, and the lease is given up, so that the next grant is a
+      // real one.
+      if (current) demote(ns, 'lost');
+      if (!s.giving.has(ns)) s.giving.set(ns, 'resigned');
+      s.refused(ns, outcome.term);
       continue;
     }
     if (outcome.isLeader && (outcome.handOver || s.giving.has(ns))) {

@@ -8,7 +8,7 @@ import type { VacateReason } from '../../observe/history';
 import type { LeaseChange } from '../../store';
 import type { CheckedElectorOptions } from '../elector-options';
 import type { LeaderElectorError } from '../errors';
-import { ElectorHealth, ElectorRole, TickHealth } from '../health';
+import { ElectorHealth, TickHealth } from '../health';
 import { LocalDeadline } from '../monotonic';
 import { LoopRun } from '../../../db/loop-run';
 import { settlesWithin } from '../../../db/timers';
@@ -202,13 +202,14 @@ export class LoopEngine {
 
   /** `health()` of the loop, as seen from `ns` (its leadership, if any). */
   health(ns: string): ElectorHealth {
-    let role: ElectorRole = 'stopped';
-    let leaderOverdue = false;
-    if (this.active) {
-      leaderOverdue = this.#leaderships.get(ns)?.passed ?? false;
-      role = this.current(ns) ? 'leader' : 'follower';
-    }
-    return this.#health.report(role, leaderOverdue);
+    if (!this.active) return this.#health.report('stopped', false, false);
+    // Freshness is read first: a leadership's deadline is never later than the last successful
+    // tick's, so a report that finds the ticks stale also finds the leadership over (one read
+    // never says "leader" and "no tick within the lease" together, as clocks move between reads).
+    const stale = this.#health.stale;
+    const held = this.#leaderships.get(ns) !== undefined;
+    const leading = this.current(ns) !== undefined;
+    return this.#health.report(leading ? 'leader' : 'follower', held && !leading, stale);
   }
 
   /** The DataSource of the current (or last) run; undefined before the first start(). */
@@ -587,6 +588,13 @@ export class LoopEngine {
         },
         begin: (granted) => this.#begin(granted),
         observe: (ns, leaderId, term) => this.#observe(ns, leaderId, term),
+        refused: (ns, term) =>
+          void this.reporter.fail(
+            'tick',
+            ns,
+            `${campaign.words.tick} answered that this candidate leads under term ${String(term)}, which no grant hands out (terms start at 1)`,
+            new Error('not led: the lease is given up, so that the next grant is a real one'),
+          ),
         surplus: (held) => this.#campaign.surplus(answer, this.#namespaces, held),
       },
       answer,
