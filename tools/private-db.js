@@ -386,18 +386,22 @@ async function startReplicatedPostgres({ synchronous }) {
 }
 
 /**
- * When the server behind `url` last started (ms since the epoch, by its own clock): proof that a
- * restart really happened.
- * @param {string} url @returns {Promise<number>}
+ * How long the server at `url` has been up, by its own count (MariaDB counts whole seconds), and
+ * its clock's now: a restart shows as an uptime shorter than the time since an earlier read. The
+ * uptime is a difference of the server's wall-clock readings, so a step of that clock moves it by
+ * the step (the test machine's steps measured a few hundred ms).
+ * @param {string} url @returns {Promise<{ now: number, uptimeMs: number }>}
  */
-async function serverStartedAt(url) {
+async function serverUptime(url) {
   if (/^postgres/.test(url)) {
     const { Client } = require('pg');
     const client = new Client({ connectionString: url });
     await client.connect();
     try {
-      const { rows } = await client.query('SELECT extract(epoch FROM pg_postmaster_start_time()) * 1000 AS t');
-      return Number(rows[0].t);
+      const { rows } = await client.query(
+        'SELECT extract(epoch FROM clock_timestamp()) * 1000 AS now, extract(epoch FROM clock_timestamp() - pg_postmaster_start_time()) * 1000 AS up',
+      );
+      return { now: Number(rows[0].now), uptimeMs: Number(rows[0].up) };
     } finally {
       await client.end();
     }
@@ -406,12 +410,13 @@ async function serverStartedAt(url) {
   const connection = await mysql.createConnection({ uri: url });
   try {
     const [rows] = await connection.query(
-      "SELECT (UNIX_TIMESTAMP(NOW(3)) - VARIABLE_VALUE) * 1000 AS t FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'",
+      "SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS now, VARIABLE_VALUE * 1000 AS up FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'",
     );
-    return Number(/** @type {any} */ (rows)[0].t);
+    const row = /** @type {any} */ (rows)[0];
+    return { now: Number(row.now), uptimeMs: Number(row.up) };
   } finally {
     await connection.end();
   }
 }
 
-module.exports = { startPostgres, startMariadb, startPgbouncer, startReplicatedPostgres, serverStartedAt, freePort };
+module.exports = { startPostgres, startMariadb, startPgbouncer, startReplicatedPostgres, serverUptime, freePort };

@@ -2,7 +2,8 @@
  * Group mode of the chaos harness (tools/chaos `--group`): four workers each run a
  * LeaderElectorGroup over the same eight namespaces and make a fenced write per namespace they
  * lead, under that lease's term, and run an every-second schedule in the first namespace (the one
- * the faults aim at), while faults are injected. The checker (per namespace, plus (m):
+ * the faults aim at), while faults are injected. The checker (per namespace — the loops' callbacks
+ * and leader work per leadership among them — plus (m):
  * no term of any namespace held by two workers) must pass, with zero stale writes in every
  * namespace. Nothing asserted depends on the fault schedule: the first fault always costs the
  * leader of the first namespace its lease, so that namespace is granted at least twice.
@@ -36,6 +37,8 @@ interface Summary {
     claims?: number;
     doneSlots?: number;
     jobRows?: number;
+    loopLeaderships?: number;
+    workItems?: number;
     linearizability?: { verdict: string; ops: number; namespaces: number; states: number; ms: number };
   };
   outDir: string;
@@ -74,7 +77,7 @@ describeEachDatabase(
         expect(failures(summary)).toEqual([]);
         expect(summary.ok).toBe(true);
         expect(summary.group).toBe(NAMESPACES);
-        expect(summary.checks.map((c) => c.id)).toEqual(expect.arrayContaining(['a', 'b', 'h', 'l', 'm', 'r', 'lin']));
+        expect(summary.checks.map((c) => c.id)).toEqual(expect.arrayContaining(['a', 'b', 'h', 'l', 'm', 'n', 'o', 'r', 'lin']));
         expect(Object.keys(summary.stats.staleWritesByNamespace)).toHaveLength(NAMESPACES);
         expect(Object.values(summary.stats.staleWritesByNamespace).every((n) => n === 0)).toBe(true);
         // Not vacuous: every namespace was granted, the first one twice (the opening fault), work was committed.
@@ -94,6 +97,10 @@ describeEachDatabase(
         console.log(`chaos group [${db.name}]: ${summary.checks.find((c) => c.id === 'r')?.detail}`);
         expect(summary.stats.claims).toBeGreaterThanOrEqual(3);
         expect(summary.stats.jobRows).toBe(summary.stats.doneSlots);
+        // Every namespace's leaderships were recorded with their callbacks, and leader work judged against them ((n), (o)).
+        console.log(`chaos group [${db.name}]: ${summary.checks.find((c) => c.id === 'n')?.detail}; ${summary.checks.find((c) => c.id === 'o')?.detail}`);
+        expect(summary.stats.loopLeaderships).toBeGreaterThanOrEqual(NAMESPACES + 1);
+        expect(summary.stats.workItems).toBeGreaterThan(NAMESPACES);
         // Every namespace's operations (the schedule's claims included) were checked for a linearization.
         expect(summary.stats.linearizability?.namespaces).toBe(NAMESPACES);
         console.log(`chaos group [${db.name}], group of ${NAMESPACES}: ${summary.checks.find((c) => c.id === 'lin')?.detail}`);

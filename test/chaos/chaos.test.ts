@@ -2,8 +2,8 @@
  * A short chaos run per database (tools/chaos): five workers with a 2 s lease and different
  * priorities (one of them ineligible) do fenced writes and run an every-second schedule whose job
  * writes a ledger row in `run.transaction`, while faults are injected; two watchers follow the
- * leadership; the checker (ledger, history table, watchers, priorities, the schedule's claims and
- * runs) must pass. And the same harness with fencing sabotaged must fail — so a pass means something.
+ * leadership; the checker (ledger, history table, watchers, priorities, the loops' callbacks and
+ * leader work per leadership, the schedule's claims and runs) must pass. And the same harness with fencing sabotaged must fail — so a pass means something.
  */
 import { execFile } from 'child_process';
 import * as fs from 'fs';
@@ -41,6 +41,8 @@ interface Summary {
     doneSlots?: number;
     jobRows?: number;
     runRows?: number;
+    loopLeaderships?: number;
+    workItems?: number;
     linearizability?: Linearizability;
   };
   outDir: string;
@@ -112,8 +114,19 @@ function expectScheduled(summary: Summary, label: string) {
   expect(runRows).toBeGreaterThanOrEqual(Number(claims) - Number(reclaims));
 }
 
-/** Checks every run must report, besides (a)–(f): history, fenced-off attribution, watchers, settling, no two reported leaders, the schedule's runs, linearizability. */
-const HISTORY_CHECKS = ['h', 'i', 'j', 'k', 'l', 'r', 'lin'];
+/**
+ * The workers' records of their loop, checked by (n) and (o): leaderships with their callbacks and
+ * events, and leader work items (fenced writes, scheduled jobs) judged against them. Printed, so a
+ * log shows it.
+ */
+function expectLoopsRecorded(summary: Summary, label: string) {
+  console.log(`chaos ${label}: ${summary.checks.find((c) => c.id === 'n')?.detail}; ${summary.checks.find((c) => c.id === 'o')?.detail}`);
+  expect(summary.stats.loopLeaderships).toBeGreaterThanOrEqual(2);
+  expect(summary.stats.workItems).toBeGreaterThan(10);
+}
+
+/** Checks every run must report, besides (a)–(f): history, fenced-off attribution, watchers, settling, no two reported leaders, the loops' callbacks and leader work, the schedule's runs, linearizability. */
+const HISTORY_CHECKS = ['h', 'i', 'j', 'k', 'l', 'n', 'o', 'r', 'lin'];
 const checkIds = (summary: Summary) => summary.checks.map((c) => c.id);
 
 const failures = (summary: Summary) =>
@@ -142,6 +155,7 @@ describeEachDatabase(
         expect(summary.stats.writes).toBeGreaterThan(10);
         expectExercised(summary, db.name);
         expectScheduled(summary, db.name);
+        expectLoopsRecorded(summary, db.name);
         reportLinearizability(db.name, summary);
       },
       DURATION_S * 1000 + 90_000,
@@ -167,6 +181,7 @@ describe('chaos with application transactions on the shared SQLite connection', 
       expect(summary.stats.appErrors).toBe(0);
       expectExercised(summary, 'sqlite app transactions');
       expectScheduled(summary, 'sqlite app transactions');
+      expectLoopsRecorded(summary, 'sqlite app transactions');
       reportLinearizability('sqlite, app transactions', summary);
     },
     DURATION_S * 1000 + 90_000,

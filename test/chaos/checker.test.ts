@@ -829,3 +829,199 @@ describe('chaos checker, group mode (one LeaderElectorGroup per worker, fenced w
     expect(failed(runGroup(none))).toEqual(['e']);
   });
 });
+
+describe('chaos checker (n), (o): the loops\' callbacks, events and leader work per leadership', () => {
+  type Event = Record<string, unknown>;
+  const W0 = { slot: 0, incarnation: 1 };
+  const W1 = { slot: 1, incarnation: 1 };
+
+  /**
+   * The clean history as the workers record their loop: worker 0's leadership of term 1 (two
+   * writes, its local deadline ends it), worker 1's of term 2 (a write and a job; the stop at the
+   * end of the run ends it); both processes stop cleanly.
+   */
+  function loops(): { rows: Row[]; events: Event[] } {
+    const { rows, events } = clean();
+    const kept = events.filter((e) => e['ev'] !== 'elected' && e['ev'] !== 'demoted');
+    const steps: Event[] = [
+      { t: T0 + 1, ev: 'cb-started', ...W0, term: 1, lid: 1, aborted: false },
+      { t: T0 + 1, ev: 'elected', ...W0, term: 1, lid: 1, aborted: false },
+      { t: T0 + 90, ev: 'work', ...W0, term: 1, lid: 1, aborted: false, what: 'write', tickAt: T0 },
+      { t: T0 + 690, ev: 'work', ...W0, term: 1, lid: 1, aborted: false, what: 'write', tickAt: T0 + 600 },
+      { t: T0 + 2590, ev: 'cb-stopped', ...W0, term: 1, lid: 1, aborted: true },
+      { t: T0 + 2590, ev: 'demoted', ...W0, term: 1, lid: 1, aborted: true, reason: 'lease-expired-locally' },
+      { t: T0 + 3001, ev: 'cb-started', ...W1, term: 2, lid: 1, aborted: false },
+      { t: T0 + 3001, ev: 'elected', ...W1, term: 2, lid: 1, aborted: false },
+      { t: T0 + 3090, ev: 'work', ...W1, term: 2, lid: 1, aborted: false, what: 'write', tickAt: T0 + 3000 },
+      { t: T0 + 3500, ev: 'work', ...W1, term: 2, lid: 1, aborted: false, what: 'job', tickAt: T0 + 3400 },
+      { t: T0 + 3980, ev: 'cb-stopped', ...W1, term: 2, lid: 1, aborted: true },
+      { t: T0 + 3980, ev: 'demoted', ...W1, term: 2, lid: 1, aborted: true, reason: 'stopped' },
+      { t: T0 + 3990, ev: 'stopped', ...W0 },
+      { t: T0 + 3990, ev: 'stopped', ...W1 },
+    ];
+    return { rows, events: sorted([...kept, ...steps]) };
+  }
+  const sorted = (events: Event[]) => [...events].sort((x, y) => Number(x['t']) - Number(y['t']));
+  const checkLoops = (input: { rows: Row[]; events: Event[] }, extra: Record<string, unknown> = {}) => run(input.rows, sorted(input.events), [], { loopCallbacks: true, ...extra });
+  const violationsOf = (result: CheckResult, id: string) => result.checks.find((c) => c.id === id)?.violations ?? [];
+  /** Worker `w`'s records of leadership `lid`, for a test to rewrite. */
+  const stepsOf = (input: { events: Event[] }, w: typeof W0, lid: number) => input.events.filter((e) => e['slot'] === w.slot && e['lid'] === lid);
+
+  test('a clean record passes (n) and (o), and only with loopCallbacks are they checked', () => {
+    const result = checkLoops(loops()) as CheckResult & { stats: Record<string, unknown> };
+    expect(failed(result)).toEqual([]);
+    expect(result.checks.map((c) => c.id)).toEqual(expect.arrayContaining(['n', 'o']));
+    expect(result.stats).toMatchObject({ loopLeaderships: 2, loopLeadershipsComplete: 2, loopLeadershipsKilled: 0, workItems: 4 });
+    expect(run(loops().rows, loops().events).checks.map((c) => c.id)).not.toContain('n');
+  });
+
+  test('(n) onStoppedLeading and \'demoted\' before onStartedLeading (the group\'s demotion of a leadership not yet started) fail', () => {
+    const input = loops();
+    for (const e of stepsOf(input, W1, 1)) if (e['ev'] === 'cb-stopped' || e['ev'] === 'demoted') e['t'] = T0 + 3000;
+    const result = checkLoops(input);
+    expect(failed(result)).toEqual(['n', 'o']);
+    expect(violationsOf(result, 'n')).toEqual([
+      'worker 1/1 term 2 (leadership 1): onStoppedLeading before onStartedLeading',
+      "worker 1/1 term 2 (leadership 1): onStoppedLeading, 'demoted', onStartedLeading, 'elected' (its process stopped cleanly)",
+    ]);
+  });
+
+  test('(n) a leadership demoted before it started (onStartedLeading with its signal aborted, no onStoppedLeading) fails', () => {
+    const input = loops();
+    input.events = input.events.filter((e) => !(e['slot'] === 1 && e['lid'] === 1 && ['elected', 'cb-stopped', 'work'].includes(String(e['ev']))));
+    for (const e of stepsOf(input, W1, 1)) e['aborted'] = true;
+    const result = checkLoops(input);
+    expect(violationsOf(result, 'n')).toEqual([
+      'worker 1/1 term 2 (leadership 1): signal aborted at onStartedLeading',
+      "worker 1/1 term 2 (leadership 1): onStartedLeading, 'demoted' (its process stopped cleanly)",
+    ]);
+  });
+
+  test('(n) a leadership ended twice, or never ended though its process stopped cleanly, fails; one cut short by a kill passes', () => {
+    const twice = loops();
+    const stopped = stepsOf(twice, W0, 1).find((e) => e['ev'] === 'cb-stopped')!;
+    twice.events.push({ ...stopped, t: T0 + 2700 }, { ...stopped, ev: 'demoted', t: T0 + 2700, reason: 'lost' });
+    expect(violationsOf(checkLoops(twice), 'n')).toEqual([
+      "worker 0/1 term 1 (leadership 1): onStartedLeading, 'elected', onStoppedLeading, 'demoted', onStoppedLeading, 'demoted' (its process stopped cleanly)",
+    ]);
+
+    const open = loops();
+    open.events = open.events.filter((e) => !(e['slot'] === 1 && ['cb-stopped', 'demoted'].includes(String(e['ev']))));
+    expect(violationsOf(checkLoops(open), 'n')).toEqual(["worker 1/1 term 2 (leadership 1): onStartedLeading, 'elected' (its process stopped cleanly)"]);
+
+    // Killed: no 'stopped' of its own. Its last leadership may end anywhere in its steps, never out of order.
+    for (const keep of [1, 2, 3]) {
+      const killed = loops();
+      const steps = stepsOf(killed, W1, 1).filter((e) => e['ev'] !== 'work');
+      const cut = new Set([...steps.slice(keep), killed.events.find((e) => e['slot'] === 1 && e['ev'] === 'stopped')]);
+      killed.events = killed.events.filter((e) => !cut.has(e));
+      const result = checkLoops(killed) as CheckResult & { stats: Record<string, unknown> };
+      expect(violationsOf(result, 'n')).toEqual([]);
+      expect(result.stats).toMatchObject({ loopLeadershipsKilled: 1 });
+    }
+    const skipped = loops();
+    skipped.events = skipped.events.filter((e) => !(e['slot'] === 1 && ['elected', 'stopped'].includes(String(e['ev']))));
+    expect(violationsOf(checkLoops(skipped), 'n')).toEqual(["worker 1/1 term 2 (leadership 1): onStartedLeading, onStoppedLeading, 'demoted'"]);
+  });
+
+  test('(n) a start after the demotion — of the same leadership, or of the next one before the previous was demoted (a term granted twice) — fails', () => {
+    const again = loops();
+    const started = stepsOf(again, W0, 1).find((e) => e['ev'] === 'cb-started')!;
+    again.events.push({ ...started, t: T0 + 2600 });
+    expect(violationsOf(checkLoops(again), 'n')).toEqual([
+      "worker 0/1 term 1 (leadership 1): onStartedLeading, 'elected', onStoppedLeading, 'demoted', onStartedLeading (its process stopped cleanly)",
+    ]);
+
+    // Term 1 granted twice to worker 0: two leaderships under one number, the second started while the first ran on.
+    const overlapping = loops();
+    overlapping.events.push(
+      { t: T0 + 2000, ev: 'cb-started', ...W0, term: 1, lid: 2, aborted: false },
+      { t: T0 + 2000, ev: 'elected', ...W0, term: 1, lid: 2, aborted: false },
+      { t: T0 + 2650, ev: 'cb-stopped', ...W0, term: 1, lid: 2, aborted: true },
+      { t: T0 + 2650, ev: 'demoted', ...W0, term: 1, lid: 2, aborted: true, reason: 'lease-expired-locally' },
+    );
+    expect(violationsOf(checkLoops(overlapping), 'n')).toEqual(['worker 0/1 term 1 (leadership 2): onStartedLeading before leadership 1 of its namespace was demoted']);
+    // The same two leaderships one after the other pass.
+    const sequential = loops();
+    sequential.events.push(
+      { t: T0 + 2595, ev: 'cb-started', ...W0, term: 1, lid: 2, aborted: false },
+      { t: T0 + 2595, ev: 'elected', ...W0, term: 1, lid: 2, aborted: false },
+      { t: T0 + 2650, ev: 'cb-stopped', ...W0, term: 1, lid: 2, aborted: true },
+      { t: T0 + 2650, ev: 'demoted', ...W0, term: 1, lid: 2, aborted: true, reason: 'lease-expired-locally' },
+    );
+    expect(violationsOf(checkLoops(sequential), 'n')).toEqual([]);
+  });
+
+  test('(n) a signal aborted while the leadership runs, or not aborted once it ended, fails', () => {
+    const input = loops();
+    stepsOf(input, W0, 1).find((e) => e['ev'] === 'elected')!['aborted'] = true;
+    stepsOf(input, W1, 1).find((e) => e['ev'] === 'cb-stopped')!['aborted'] = false;
+    stepsOf(input, W1, 1).find((e) => e['ev'] === 'demoted')!['aborted'] = false;
+    expect(violationsOf(checkLoops(input), 'n')).toEqual([
+      "worker 0/1 term 1 (leadership 1): signal aborted at 'elected'",
+      'worker 1/1 term 2 (leadership 1): signal not aborted at onStoppedLeading',
+      "worker 1/1 term 2 (leadership 1): signal not aborted at 'demoted'",
+    ]);
+  });
+
+  test('(o) leader work started with its signal aborted, after its onStoppedLeading, past its local deadline, or with a lease never started fails', () => {
+    const input = loops();
+    input.events.push(
+      // Its signal aborted, before anything else said the leadership ended.
+      { t: T0 + 800, ev: 'work', ...W0, term: 1, lid: 1, aborted: true, what: 'write', tickAt: T0 + 600 },
+      // After onStoppedLeading (its signal recorded not aborted: the check does not rely on it).
+      { t: T0 + 2595, ev: 'work', ...W0, term: 1, lid: 1, aborted: false, what: 'job', tickAt: T0 + 1200 },
+      // Past the latest end of the deadline of its last successful tick: T0 + 1900 + lease.
+      { t: T0 + 3950, ev: 'work', ...W1, term: 2, lid: 1, aborted: false, what: 'write', tickAt: T0 + 1900 },
+      // A lease no onStartedLeading was given.
+      { t: T0 + 3600, ev: 'work', ...W1, term: 2, lid: 7, aborted: false, what: 'write', tickAt: T0 + 3400 },
+    );
+    const result = checkLoops(input);
+    expect(failed(result)).toEqual(['o']);
+    expect(violationsOf(result, 'o')).toEqual([
+      `worker 0/1 write term 1 (leadership 1) at ${T0 + 800}: started with its lease's signal aborted`,
+      `worker 0/1 job term 1 (leadership 1) at ${T0 + 2595}: started 5 ms after its onStoppedLeading`,
+      `worker 1/1 write term 2 (leadership 7) at ${T0 + 3600}: its lease was never started (no onStartedLeading before it)`,
+      `worker 1/1 write term 2 (leadership 1) at ${T0 + 3950}: started 50 ms after its local deadline could last (last successful tick at ${T0 + 1900} + lease ${LEASE} ms)`,
+    ]);
+    // Up to the bound (and the 2 ms the instants are read to) passes.
+    const atBound = loops();
+    atBound.events.push({ t: T0 + 3902, ev: 'work', ...W1, term: 2, lid: 1, aborted: false, what: 'write', tickAt: T0 + 1900 });
+    expect(failed(checkLoops(atBound))).toEqual([]);
+  });
+
+  test('group mode: (n) and (o) per namespace, each violation naming it; no leadership in any namespace has nothing to check', () => {
+    const NS = ['chaos-0', 'chaos-1'];
+    const { rows, events } = loops();
+    const input = {
+      ledger: ledger(rows).map((r) => ({ ...r, ns: NS[0] })),
+      events: events.map((e) => (e['lid'] === undefined && e['ev'] !== 'action-start' && e['ev'] !== 'action-commit' ? e : { ...e, ns: NS[0] })),
+      faults: [],
+      namespaces: NS,
+      leaseMs: LEASE,
+      tickMaxMs: 733,
+      slackMs: 0,
+      clockToleranceMs: 5,
+      runStart: T0 - 1000,
+      stopAt: T0 + 4000,
+      requireSecondTerm: false,
+      loopCallbacks: true,
+    };
+    // (chaos-1 has no leader at all: (d) fails there; these records are of chaos-0.)
+    expect(failed(checkGroup(input))).toEqual(['d']);
+    // Worker 1 starts a leadership of chaos-1 and never ends it, though its process stopped cleanly.
+    const bad = { ...input, events: sorted([...input.events, { t: T0 + 3100, ev: 'cb-started', ...W1, ns: NS[1], term: 1, lid: 2, aborted: false }]) };
+    expect(violationsOf(checkGroup(bad), 'n')).toEqual(['chaos-1: worker 1/1 chaos-1 term 1 (leadership 2): onStartedLeading (its process stopped cleanly)']);
+    const none = { ...input, events: input.events.filter((e) => e['lid'] === undefined) };
+    expect(violationsOf(checkGroup(none), 'n')).toEqual(['no leadership was recorded in any namespace: nothing to check']);
+    expect(violationsOf(checkGroup(none), 'o')).toEqual(['no leader work item was recorded in any namespace: nothing to check']);
+  });
+
+  test('(n), (o): a run that recorded no leadership or no leader work has nothing to check, and fails', () => {
+    const none = loops();
+    none.events = none.events.filter((e) => e['lid'] === undefined);
+    const result = checkLoops(none);
+    expect(violationsOf(result, 'n')).toEqual(['no leadership was recorded: nothing to check']);
+    expect(violationsOf(result, 'o')).toEqual(['no leader work item was recorded: nothing to check']);
+  });
+});

@@ -12,14 +12,15 @@ import { promisify } from 'util';
 const run = promisify(execFile);
 const ROOT = path.join(__dirname, '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-var-requires
-const { startPostgres, startMariadb, serverStartedAt } = require(path.join(ROOT, 'tools', 'private-db.js')) as {
+const { startPostgres, startMariadb, serverUptime } = require(path.join(ROOT, 'tools', 'private-db.js')) as {
   startPostgres: () => Promise<PrivateServer>;
   startMariadb: () => Promise<PrivateServer>;
-  serverStartedAt: (url: string) => Promise<number>;
+  serverUptime: (url: string) => Promise<{ now: number; uptimeMs: number }>;
 };
 
 interface PrivateServer {
   url: string;
+  dir: string;
   restartCommand: string;
   stop: () => void;
 }
@@ -56,7 +57,8 @@ describe.each([
   test(
     'kills and server restarts: zero stale writes, ordered terms, and work resumes after each restart',
     async () => {
-      const bootedAt = await serverStartedAt(server!.url);
+      const before = await serverUptime(server!.url);
+      const beforeAt = performance.now();
       const out = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-chaos-restart-'));
       const args = ['--url', server!.url, '--duration', String(DURATION_S), '--faults', 'kill,db-restart,stall-in-fence,stall-before-fence', '--db-restart', '--min-faults', '4'];
       const { stdout } = await run(process.execPath, [path.join(ROOT, 'tools', 'chaos', 'run.js'), ...args, '--out', out, '--json'], {
@@ -76,8 +78,20 @@ describe.each([
       expect(summary.checks.map((c) => c.id)).toContain('lin');
       expect(summary.stats.linearizability?.ops).toBeGreaterThan(20);
       console.log(`chaos with restarts [${_kind}]: ${summary.checks.find((c) => c.id === 'lin')?.detail}`);
-      // The server really went down and came back during the run.
-      expect(await serverStartedAt(server!.url)).toBeGreaterThan(bootedAt + 1000);
+      // The server really went down and came back during the run: it has been up for less than
+      // the time since the first read, by a second at least (MariaDB counts whole seconds; the
+      // restart comes seconds into the run, after a kill and two stalls).
+      const after = await serverUptime(server!.url);
+      const sinceBefore = performance.now() - beforeAt;
+      if (after.uptimeMs + 1000 >= sinceBefore) {
+        const restarts = summary.faults.filter((f) => f.type === 'db-restart');
+        const log = ['server.log', 'server.out'].map((name) => path.join(server!.dir, name)).filter((file) => fs.existsSync(file));
+        const tail = log.map((file) => `${path.basename(file)}:\n${fs.readFileSync(file, 'utf8').split('\n').slice(-40).join('\n')}`).join('\n');
+        throw new Error(
+          `the server was not restarted during the run: up ${after.uptimeMs} ms after the run, ${Math.round(sinceBefore)} ms after a read that found it up ${before.uptimeMs} ms` +
+            ` (server clock ${before.now} then ${after.now}); restarts the run recorded: ${JSON.stringify(restarts)}\n${tail}`,
+        );
+      }
       // The schedule opens with a kill of the leader, stalls the leader inside its fence and before
       // it, then restarts the server (the first bag leaves out the types already run).
       expect(summary.stats.faultCounts['db-restart']).toBeGreaterThanOrEqual(1);

@@ -11,6 +11,7 @@ import {
   GemstoneDB,
   GemstoneElectionIdentity1795392000000,
   GemstoneElectionRuns1796256000000,
+  GemstoneElectionLeanHeartbeat1797120000000,
   GemstoneElectionTables1763683200000,
 } from 'gemstone-utils';
 
@@ -35,7 +36,7 @@ class PluginMigration {
 describe('GemstoneDB', () => {
   test('lists the election entities and migrations once importing gemstone-utils registered them', () => {
     expect(GemstoneDB.entities).toEqual([ElectionCandidate, ElectionLeader, ElectionHistory, ElectionRun]);
-    expect(GemstoneDB.migrations).toEqual([GemstoneElectionTables1763683200000, GemstoneElectionIdentity1795392000000, GemstoneElectionRuns1796256000000]);
+    expect(GemstoneDB.migrations).toEqual([GemstoneElectionTables1763683200000, GemstoneElectionIdentity1795392000000, GemstoneElectionRuns1796256000000, GemstoneElectionLeanHeartbeat1797120000000]);
   });
 
   test('register is idempotent: the same entities and migrations again add nothing', () => {
@@ -60,7 +61,7 @@ describe('GemstoneDB', () => {
 
       const election = load('gemstone-utils/election') as { ElectionCandidate: unknown; ElectionLeader: unknown; ElectionHistory: unknown; ElectionRun: unknown };
       expect(registry.entities).toEqual([PluginEntity, OtherPluginEntity, election.ElectionCandidate, election.ElectionLeader, election.ElectionHistory, election.ElectionRun]);
-      expect(registry.migrations.map((m) => m.name)).toEqual(['PluginMigration', 'GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000', 'GemstoneElectionRuns1796256000000']);
+      expect(registry.migrations.map((m) => m.name)).toEqual(['PluginMigration', 'GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000', 'GemstoneElectionRuns1796256000000', 'GemstoneElectionLeanHeartbeat1797120000000']);
     });
   });
 

@@ -136,7 +136,7 @@ describeEachDatabase(
 
       const current = target.track(new DataSource({ ...target.options(), migrations: [...GemstoneDB.migrations] } as DataSourceOptions));
       await initDb(current, { createTables: false });
-      expect((await current.runMigrations()).map((m) => m.name)).toEqual(['GemstoneElectionIdentity1795392000000', 'GemstoneElectionRuns1796256000000']);
+      expect((await current.runMigrations()).map((m) => m.name)).toEqual(['GemstoneElectionIdentity1795392000000', 'GemstoneElectionRuns1796256000000', 'GemstoneElectionLeanHeartbeat1797120000000']);
       expect(await schemaDump(current, ELECTION_TABLES)).toEqual(reference);
       expect(await oldRows(current)).toEqual(rowsBefore);
       expect((await new ElectionService(current).getCandidates({ ns }))[0]).toMatchObject({ candidateId: oldA, priority: 0, eligible: true, metadata: null });

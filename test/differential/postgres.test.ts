@@ -2,4 +2,4 @@
 import { describeEachDatabase } from '../support/databases';
 import { differentialSuite } from './suite';
 
-describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialRuns: 500, concurrentRuns: 160 }), { kinds: ['postgres'] });
+describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialRuns: 500, concurrentRuns: 160, loopRuns: 4 }), { kinds: ['postgres'] });

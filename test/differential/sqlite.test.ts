@@ -5,4 +5,4 @@
 import { describeEachDatabase } from '../support/databases';
 import { differentialSuite } from './suite';
 
-describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialRuns: 500, concurrentRuns: 90 }), { kinds: ['sqlite'] });
+describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialRuns: 500, concurrentRuns: 90, loopRuns: 4 }), { kinds: ['sqlite'] });

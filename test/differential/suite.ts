@@ -6,6 +6,7 @@
  */
 import type { TestDatabase } from '../support/databases';
 import { checkSchedules, EXPIRE_SECONDS } from './harness';
+import { loopRound } from './loops';
 import { capabilitiesOf, isOpen, leftOut, skippedFor } from './known-defects';
 import type { Capabilities } from './schedule';
 import { oneStatementRenewals, openWorld, type SessionSettings, type World } from './world';
@@ -25,6 +26,11 @@ export interface SuiteOptions {
    * one-statement path, so that the run is evidence about that path and not only about the others.
    */
   minOneStatementRenewals?: number;
+  /**
+   * Real LeaderElectors and LeaderElectorGroups beside this many schedules with concurrent rounds
+   * (see loops.ts); none without it, nor on `:memory:` (no second DataSource sees it).
+   */
+  loopRuns?: number;
 }
 
 export function differentialSuite(db: TestDatabase, options: SuiteOptions): void {
@@ -53,6 +59,19 @@ export function differentialSuite(db: TestDatabase, options: SuiteOptions): void
       'schedules with concurrent rounds are explained by some order of the model',
       async () => {
         await checkSchedules(world, capabilitiesOf(world, db.kind, options.caps), { numRuns: options.concurrentRuns, rounds: true }, 'concurrent');
+      },
+      TIMEOUT_MS,
+    );
+  }
+
+  if (options.loopRuns !== undefined && db.shared) {
+    test(
+      'real loops beside schedules with concurrent rounds: callbacks per leadership, and watch(), as the history says',
+      async () => {
+        const caps = capabilitiesOf(world, db.kind, options.caps);
+        const round = await loopRound(db, () => checkSchedules(world, caps, { numRuns: options.loopRuns!, rounds: true }, 'beside loops'));
+        console.log(`${world.name} — real loops: ${round.summary}`);
+        expect(round.violations).toEqual([]);
       },
       TIMEOUT_MS,
     );

@@ -5,7 +5,8 @@
 import { spawn } from 'child_process';
 import * as path from 'path';
 import type { DataSource, DataSourceOptions } from 'typeorm';
-import { ElectionService } from 'gemstone-utils';
+import { ElectionService, type ElectOutcome } from 'gemstone-utils';
+import { forceLockedElect } from '../../dist/src/election/paths';
 import { describeEachDatabase, inCallerTransaction, query, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 
@@ -100,6 +101,35 @@ describeEachDatabase('concurrent elect', (db) => {
     const leader = await svc.getLeader({ ns });
     if (leader) expect(acquisitions.find((a) => a.term === leader.term)?.id).toBe(leader.leaderId);
   });
+
+  for (const path of ['usual', 'locked'] as const) {
+    test(`racing takers of a new namespace, a lapsed lease and a vacancy (${path} path): the one that leads answers the term it wrote, the others follow it`, async () => {
+      const service = new ElectionService(ds);
+      if (path === 'locked') forceLockedElect(service);
+      const ns = freshNs();
+      const ids = Array.from({ length: 8 }, uuid);
+      /** Every racer elects at once; exactly one leads, under `term`, as the leader row and the history say. */
+      async function race(term: number): Promise<void> {
+        const outcomes: ElectOutcome[] = await Promise.all(ids.map((id) => service.electOutcome(id, { ns })));
+        const leading = outcomes.filter((o) => o.isLeader);
+        expect(leading).toEqual([expect.objectContaining({ term, acquired: true, leaderId: expect.any(String) })]);
+        const winner = leading[0]!.leaderId;
+        expect(outcomes.filter((o) => !o.isLeader).map((o) => [o.leaderId, o.term])).toEqual(Array(ids.length - 1).fill([winner, term]));
+        const [row] = await query(ds, 'SELECT leader_id, term FROM gemstone_election_leader WHERE ns = ?', [ns]);
+        expect([row!.leader_id, Number(row!.term)]).toEqual([winner, term]);
+        const history = await query(ds, 'SELECT leader_id FROM gemstone_election_history WHERE ns = ? AND term = ?', [ns, term]);
+        expect(history.map((h) => h.leader_id)).toEqual([winner]);
+      }
+      // The leader row is inserted by the race itself.
+      await race(1);
+      // The lease lapsed, by construction: its end set to its last write, behind the library's back.
+      await query(ds, 'UPDATE gemstone_election_leader SET lease_expires_at = updated_at WHERE ns = ?', [ns]);
+      await race(2);
+      const [row] = await query(ds, 'SELECT leader_id FROM gemstone_election_leader WHERE ns = ?', [ns]);
+      expect(await service.resign(String(row!.leader_id), { ns })).toBe(true);
+      await race(3);
+    });
+  }
 
   if (db.kind === 'sqlite' && db.shared) {
     test('several DataSources on one SQLite file in one process: one leader, no error, and no call blocks the event loop', async () => {

@@ -163,6 +163,42 @@ describeEachDatabase('watch', (db) => {
     expectWellOrdered(watched.changes);
   });
 
+  test('a term granted twice whose second holder left before the next read: the watch yields that holder from the history', async () => {
+    const ns = freshNs();
+    const [a, b, c] = [uuid(), uuid(), uuid()];
+    await svc.elect(a, { ns });
+    await svc.elect(b, { ns });
+    await svc.elect(c, { ns });
+    const controller = new AbortController();
+    const watched = collect(svc.watch({ ns, pollMs: POLL_MS, signal: controller.signal }));
+    await watched.waitForState(a, 1);
+    // Term 1 granted again, to b, and resigned by b, in one transaction: no read sees b leading.
+    const runner = ds.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.startTransaction();
+      const pg = ds.options.type === 'postgres';
+      await runner.query(`UPDATE gemstone_election_leader SET leader_id = ${pg ? '$1' : '?'} WHERE ns = ${pg ? '$2' : '?'}`, [b, ns]);
+      await runner.query(`UPDATE gemstone_election_history SET leader_id = ${pg ? '$1' : '?'} WHERE ns = ${pg ? '$2' : '?'} AND term = 1`, [b, ns]);
+      expect(await svc.resign(b, { ns, session: runner })).toBe(true);
+      await runner.commitTransaction();
+    } finally {
+      await runner.release();
+    }
+    // The next read finds the vacancy after term 1, or already term 2: either way b's term 1 is in between.
+    await svc.elect(c, { ns });
+    await watched.waitForState(c, 2);
+    controller.abort();
+    expect(await watched.ended).toEqual({});
+    expect(watched.states()).toEqual([
+      [a, 1],
+      [b, 1],
+      [null, 1],
+      [c, 2],
+    ]);
+    expectWellOrdered(watched.changes);
+  });
+
   if (db.kind === 'postgres') {
     test('PostgreSQL: a term granted twice arrives by NOTIFY, long before the next poll', async () => {
       const ns = freshNs();

@@ -146,6 +146,37 @@ describeEachDatabase('LeaderElector.health()', (db) => {
     }
   });
 
+  test('a read that meets the lease boundary agrees with itself: a leader is ok, a read that finds the ticks stale finds the leadership over', async () => {
+    // The injected monotonic clock crosses the boundary after the first `real` calls of one
+    // health() read (a lease and more ahead), wherever in the read that falls.
+    let script: { real: number } | undefined;
+    const clock = () => {
+      if (!script) return performance.now();
+      if (script.real > 0) {
+        script.real -= 1;
+        return performance.now();
+      }
+      return performance.now() + LEASE_MS * 100;
+    };
+    for (let real = 0; real <= 4; real += 1) {
+      const { elector: e, log } = recordingElector(ds, { ns: freshNs(), expireSeconds: EXPIRE, intervalMs: INTERVAL, clock });
+      electors.push(e);
+      await e.start();
+      expect(e.health()).toMatchObject({ ok: true, role: 'leader' });
+      script = { real };
+      const read = e.health();
+      script = undefined;
+      if (read.role === 'leader') {
+        expect(read).toMatchObject({ ok: true, problem: null });
+      } else {
+        // This read ended the leadership on its own deadline and says so.
+        expect(read).toMatchObject({ ok: false, role: 'follower', problem: expect.stringMatching(/renewal is overdue past its local deadline/) });
+        expect(log.filter((r) => r.kind === 'demoted')).toEqual([{ kind: 'demoted', term: expect.any(Number), reason: 'lease-expired-locally' }]);
+      }
+      await e.stop();
+    }
+  });
+
   test('event loop blocked past the lease: health() read synchronously right after says not ok, then recovers', async () => {
     const ns = freshNs();
     const { elector: leader, log } = elector(ds, ns);

@@ -6,7 +6,7 @@
 import type { DataSource } from 'typeorm';
 import { describeEachDatabase, query, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
-import { LeaderElectorGroup } from 'gemstone-utils';
+import { ElectionService, LeaderElectorGroup } from 'gemstone-utils';
 import { kinds, recordingElector, waitFor } from './helpers';
 
 describeEachDatabase('LeaderElector and a term granted twice', (db) => {
@@ -34,6 +34,72 @@ describeEachDatabase('LeaderElector and a term granted twice', (db) => {
       expect(elector.term).toBe(1);
     } finally {
       await elector.stop();
+    }
+  });
+});
+
+describeEachDatabase('LeaderElector and LeaderElectorGroup answered a lease under term 0', (db) => {
+  let ds: DataSource;
+  beforeAll(async () => {
+    ds = await db.connect();
+  });
+
+  /**
+   * A live lease of `me` under term 0, which no grant writes (a vacant row starts at 0, each grant
+   * adds 1): the candidate's elect renews it and answers that it leads under term 0.
+   */
+  async function leaseUnderTermZero(ns: string, me: string): Promise<void> {
+    expect(await new ElectionService(ds).elect(me, { ns })).toBe(me);
+    await query(ds, 'UPDATE gemstone_election_leader SET term = 0 WHERE ns = ?', [ns]);
+    await query(ds, 'DELETE FROM gemstone_election_history WHERE ns = ?', [ns]);
+  }
+
+  test('the elector never leads under it: the answer is reported, the lease given up, and the next grant is term 1', async () => {
+    const ns = freshNs();
+    const me = uuid();
+    await leaseUnderTermZero(ns, me);
+    const { elector, log } = recordingElector(ds, { ns, candidateId: me, expireSeconds: 3, intervalMs: 200 });
+    await elector.start();
+    try {
+      await waitFor('a leadership', () => log.some((r) => r.kind === 'elected'), 5_000);
+      expect(log.filter((r) => r.kind === 'elected' || r.kind === 'started' || r.kind === 'demoted')).toEqual([
+        expect.objectContaining({ kind: 'started', term: 1 }),
+        { kind: 'elected', term: 1 },
+      ]);
+      const errors = log.flatMap((r) => (r.kind === 'error' ? [r.error] : []));
+      expect(errors.length).toBeGreaterThanOrEqual(1);
+      for (const error of errors) {
+        expect(error).toMatchObject({ phase: 'tick', ns });
+        expect(error.message).toMatch(/leads under term 0, which no grant hands out/);
+      }
+      expect(elector.term).toBe(1);
+      const [row] = await query(ds, 'SELECT leader_id, term FROM gemstone_election_leader WHERE ns = ?', [ns]);
+      expect([row!.leader_id, Number(row!.term)]).toEqual([me, 1]);
+    } finally {
+      await elector.stop();
+    }
+  });
+
+  test('the group never leads under it either', async () => {
+    const ns = freshNs();
+    const me = uuid();
+    await leaseUnderTermZero(ns, me);
+    const group = new LeaderElectorGroup({ dataSource: ds, namespaces: [ns], candidateId: me, expireSeconds: 3, intervalMs: 200 });
+    const elected: number[] = [];
+    const errors: Array<{ phase: string; namespace: string | null; message: string }> = [];
+    group.on('elected', (lease) => elected.push(lease.term));
+    group.on('error', (error) => errors.push(error));
+    await group.start();
+    try {
+      await waitFor('a leadership', () => elected.length > 0, 5_000);
+      expect(elected).toEqual([1]);
+      expect(errors.length).toBeGreaterThanOrEqual(1);
+      for (const error of errors) {
+        expect(error).toMatchObject({ phase: 'tick', namespace: ns });
+        expect(error.message).toMatch(/leads under term 0, which no grant hands out/);
+      }
+    } finally {
+      await group.stop();
     }
   });
 });

@@ -72,6 +72,10 @@ export class WorkerProcess {
       }
     });
     this.child.stderr.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString()));
+    // A command written as the child exits (a worker exits by itself after "stop", before its
+    // 'exit' event reaches us) meets a closed pipe: EPIPE, raised on the stream. Kept with its
+    // stderr, not thrown: what the child did is in its lines and its exit, which waitFor reports.
+    this.child.stdin.on('error', (error) => this.stderr.push(`(stdin) ${error.message}\n`));
     this.exited = new Promise((resolve) => {
       this.child.on('exit', (code, signal) => {
         this.exit = { code, signal };

@@ -59,6 +59,8 @@ export interface AckedLease {
   term: number;
   sentAt: number;
   ackedAt: number;
+  /** The database's clock read by the commit's own statement (the tick's `clockSkew.databaseNow`); null if not reported. */
+  databaseNow: number | null;
 }
 
 /** A fenced commit the database acknowledged to a worker. */
@@ -79,6 +81,7 @@ export function ackedLeases(workers: WorkerLog[]): AckedLease[] {
         term: Number(l.term),
         sentAt: l.t - Number(l.durationMs),
         ackedAt: l.t,
+        databaseNow: typeof l.databaseNow === 'number' ? l.databaseNow : null,
       })),
   );
 }
@@ -95,12 +98,28 @@ export function ackedWrites(workers: WorkerLog[]): AckedWrite[] {
 /** How far a history row's time may lie outside its commit's send/acknowledge window (clock reads, rounding). */
 const SLACK_MS = 20;
 
-const sameCommit = (a: AckedLease, row: LedgerRow) =>
-  row.kind === (a.outcome === 'acquired' ? 'grant' : 'renew') &&
-  row.holder === a.candidateId &&
-  row.term === a.term &&
-  row.at >= a.sentAt - SLACK_MS &&
-  row.at <= a.ackedAt + SLACK_MS;
+/**
+ * Whether `row` is the commit `a` was acknowledged for: its kind, holder and term, at a moment
+ * inside the commit's window. The window is the worker's (its wall clock at the answer, less the
+ * call's monotonic duration) or, as well, the database's: from the clock the statement itself
+ * read to that plus the call's duration (the ledger row is written later in the same statement).
+ * Both clocks are this host's, but the wall clock can step (seen on the loaded test machine: a
+ * few hundred ms behind, then caught up at once), and a step between the send and the answer
+ * moves the worker's window off the row; the database's anchor is read inside the statement.
+ */
+const sameCommit = (a: AckedLease, row: LedgerRow) => sameLease(a, row) && (inWorkerWindow(a, row) || inDatabaseWindow(a, row));
+const sameLease = (a: AckedLease, row: LedgerRow) => row.kind === (a.outcome === 'acquired' ? 'grant' : 'renew') && row.holder === a.candidateId && row.term === a.term;
+const inWorkerWindow = (a: AckedLease, row: LedgerRow) => row.at >= a.sentAt - SLACK_MS && row.at <= a.ackedAt + SLACK_MS;
+const inDatabaseWindow = (a: AckedLease, row: LedgerRow) =>
+  a.databaseNow !== null && row.at >= a.databaseNow - SLACK_MS && row.at <= a.databaseNow + (a.ackedAt - a.sentAt) + SLACK_MS;
+
+/** Acknowledged lease commits found in the history only by the database's window: the worker's wall clock stepped during the call. */
+export function foundOnlyByDatabaseClock(ledger: LedgerRow[], acked: AckedLease[]): number {
+  return acked.filter((a) => {
+    const rows = ledger.filter((row) => sameLease(a, row));
+    return !rows.some((row) => inWorkerWindow(a, row)) && rows.some((row) => inDatabaseWindow(a, row));
+  }).length;
+}
 
 /** Acknowledged grants and renewals that the history does not have. */
 export function lostLeaseCommits(ledger: LedgerRow[], acked: AckedLease[]): AckedLease[] {

@@ -37,6 +37,7 @@ import { WorkerProcess } from '../elector/worker-process';
 import { grantOrderBroken, LEDGER_SELECT, ledgerSetup, missingWrites, staleWrites, toLedger, workerLedgerSetup } from './ledger';
 import {
   ackedLeases,
+  foundOnlyByDatabaseClock,
   ackedWrites,
   leaderships,
   lostLeaseCommits,
@@ -109,6 +110,10 @@ interface TrialResult {
   /** Fault to every worker's LISTEN connection open on the new primary. */
   listenMs: number;
   lostLeaseCommits: number;
+  /** Each of them, with the ledger rows of its holder and term: what a failure is judged by. */
+  lostLeaseDetail: string[];
+  /** Of every lease commit acknowledged so far, those found only by the database clock's window (the worker's wall clock stepped): not lost. */
+  foundByDatabaseClock: number;
   lostWrites: number;
   termsGrantedTwice: number;
   staleRows: number;
@@ -396,6 +401,12 @@ describe.each([
         rewound: /pg_rewind/.test(rewoundLog),
         listenMs: listenAt - t0,
         lostLeaseCommits: lostLease.length,
+        foundByDatabaseClock: foundOnlyByDatabaseClock(ledger, leases),
+        lostLeaseDetail: lostLease.map((a) => {
+          const iso = (t: number | null) => (t === null ? '-' : new Date(t).toISOString());
+          const rows = ledger.filter((r) => r.holder === a.candidateId && r.term === a.term && (r.kind === 'grant' || r.kind === 'renew'));
+          return `${a.candidateId.slice(0, 8)} ${a.outcome} term ${a.term}: sent ${iso(a.sentAt)}, acked ${iso(a.ackedAt)}, database clock ${iso(a.databaseNow)}; ledger rows of that holder and term: ${rows.map((r) => `${r.kind} ${iso(r.at)}`).join(', ') || 'none'}`;
+        }),
         lostWrites: lostWrites.length,
         termsGrantedTwice: twice.length,
         staleRows: stale.length,
@@ -458,6 +469,7 @@ describe.each([
       expect(mine).toHaveLength(TRIALS);
       expect(sum('staleRows')).toBe(0);
       if (synchronous) {
+        expect(mine.flatMap((r) => r.lostLeaseDetail)).toEqual([]); // each lost commit, with its holder's ledger rows
         expect(sum('lostLeaseCommits')).toBe(0);
         expect(sum('lostWrites')).toBe(0);
         expect(sum('termsGrantedTwice')).toBe(0);

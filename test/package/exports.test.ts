@@ -125,7 +125,7 @@ describe('package entry points (child processes in the repo root)', () => {
     }
     for (const loaded of [root, election, nestjs, dashboard]) {
       expect(loaded.entities).toEqual(['ElectionCandidate', 'ElectionLeader', 'ElectionHistory', 'ElectionRun']);
-      expect(loaded.migrations).toEqual(['GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000', 'GemstoneElectionRuns1796256000000']);
+      expect(loaded.migrations).toEqual(['GemstoneElectionTables1763683200000', 'GemstoneElectionIdentity1795392000000', 'GemstoneElectionRuns1796256000000', 'GemstoneElectionLeanHeartbeat1797120000000']);
     }
   });
 

@@ -52,14 +52,16 @@ describeEachDatabase(
       expect((await service.getRuns({ ns })).map((r) => r.state)).toEqual(['running']);
     }
 
-    test('runMigrations runs only the runs migration; the schema is a fresh one, the rows stay; undo drops only the runs', async () => {
+    test('runMigrations runs only the runs and later migrations; the schema is a fresh one, the rows stay; undo drops only the runs', async () => {
       const { target, rows } = await existingInstall();
       const ds = target.track(new DataSource({ ...target.options(), migrations: [...GemstoneDB.migrations] } as DataSourceOptions));
       await initDb(ds, { createTables: false });
-      expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['GemstoneElectionRuns1796256000000']);
+      expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['GemstoneElectionRuns1796256000000', 'GemstoneElectionLeanHeartbeat1797120000000']);
       expect(await schemaDump(ds, ELECTION_TABLES)).toEqual(reference);
       expect(await snapshot(ds)).toEqual(rows);
       await runsWork(ds);
+      await ds.undoLastMigration(); // the heartbeat step: the candidate index is back
+      expect(await tableNames(ds)).toContain('gemstone_election_run');
       await ds.undoLastMigration();
       expect(await tableNames(ds)).not.toContain('gemstone_election_run');
       expect(await tableNames(ds)).toEqual(expect.arrayContaining(['gemstone_election_candidate', 'gemstone_election_history', 'gemstone_election_leader']));

@@ -35,7 +35,13 @@
  *     the end of the last lease the ledger gave it, whichever is first (a frozen process reports
  *     late, but its local deadline ended its leadership by then);
  * (r) with the workers' schedule (`scheduled`): its claims, final states and job rows against the
- *     lease history, each slot's attempts, `done` and job rows, and the runs table (runs-check.js).
+ *     lease history, each slot's attempts, `done` and job rows, and the runs table (runs-check.js);
+ * (n) with the workers' records of their loop (`loopCallbacks`): per leadership, onStartedLeading,
+ *     'elected', onStoppedLeading, 'demoted' in order, once each, all four unless its process was
+ *     killed, the signal aborted exactly from onStoppedLeading on, and no leadership of a
+ *     namespace started before the previous one was demoted;
+ * (o) with them: no leader work item (a fenced write, a scheduled job) starts with its lease's
+ *     signal aborted, after its onStoppedLeading, or after its local deadline can have passed.
  *
  * Group mode (`checkGroup`: every worker runs a LeaderElectorGroup over the same namespaces and
  * makes fenced writes per namespace): (a)–(l) per namespace, each failure naming its namespace,
@@ -79,13 +85,14 @@ const OUTCOMES = ['action-commit', 'action-fenced', 'action-error'];
  *   slackMs: number, clockToleranceMs: number, runStart: number, stopAt: number, history?: HistoryRow[], watches?: WatchRecord[],
  *   watchFailures?: string[], settings?: SlotSetting[], final?: FinalLeader, lastFaultEnd?: number, settleMs?: number,
  *   requireWrites?: boolean, balance?: boolean, requireSecondTerm?: boolean, startupMs?: number,
- *   expectStalls?: ('before-fence' | 'in-fence')[], scheduled?: boolean, runs?: import('./runs-check').RunRow[] }} input
+ *   expectStalls?: ('before-fence' | 'in-fence')[], scheduled?: boolean, runs?: import('./runs-check').RunRow[], loopCallbacks?: boolean }} input
  *   `requireWrites: false`: a namespace without writes is no failure (group mode decides over all of them);
  *   `balance: true`: hand-overs between equal priorities are expected (a balancing group);
  *   `requireSecondTerm: false`: (c) with nothing to check is no failure (group mode decides over all namespaces);
  *   `startupMs`: bound of the first grant after the first worker's start (default {@link STARTUP_MS});
  *   `expectStalls`: the stalls the run's schedule guaranteed ((f) and (i) fail without them);
- *   `scheduled`: the workers ran a schedule, so (r) checks its runs (`runs`: the runs table at the end).
+ *   `scheduled`: the workers ran a schedule, so (r) checks its runs (`runs`: the runs table at the end);
+ *   `loopCallbacks`: the workers recorded their loop's callbacks, events and work items, so (n) and (o) check them.
  */
 function check(input) {
   const { events, faults, leaseMs, tickMaxMs, slackMs, clockToleranceMs, stopAt } = input;
@@ -290,6 +297,12 @@ function check(input) {
   add('e', 'no crash or unhandled rejection; work was done', crashes, `${committed} commits logged, ${writes.length} ledger writes`);
 
   const extra = checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarnation, add });
+  if (input.loopCallbacks) {
+    const loops = checkLoopCallbacks(byIncarnation, leaseMs, input.requireWrites !== false);
+    add('n', 'per leadership: onStartedLeading, \'elected\', onStoppedLeading, \'demoted\', in order, once each (unless its process was killed), the signal aborted exactly from onStoppedLeading on', loops.order, loops.orderDetail);
+    add('o', 'no leader work starts after its leadership ended (signal aborted, onStoppedLeading called, or the local deadline passed)', loops.late, loops.lateDetail);
+    Object.assign(extra, loops.stats);
+  }
   if (input.scheduled) {
     const runs = checkRuns({ ledger, ns: input.ns, runs: input.runs, requireClaims: input.requireWrites !== false });
     add('r', 'each slot claimed under the live term, attempts 1, 2, … in order, done at most once with exactly one job row; the runs table agrees', runs.violations, runs.detail);
@@ -361,6 +374,102 @@ function stallOutcomes(events, faults, stopAt, violations) {
     else violations.push(`${who}: ${outcome.ev}${outcome.message ? ` ${outcome.message}` : ''}, expected ${expected}`);
   }
   return ok;
+}
+
+/** The steps of one leadership, in the order the loops must report them. */
+const LEADERSHIP_STEPS = ['cb-started', 'elected', 'cb-stopped', 'demoted'];
+const STEP_NAMES = /** @type {Record<string, string>} */ ({ 'cb-started': 'onStartedLeading', elected: "'elected'", 'cb-stopped': 'onStoppedLeading', demoted: "'demoted'" });
+
+/**
+ * (n) and (o), from the workers' records of their loop (worker.js): each leadership (`lid`: one
+ * Lease object, so a term granted twice is two) with its callbacks and events and whether its
+ * signal had aborted at each, and each leader work item's start (`work`: a fenced write handed a
+ * lease by runIfLeader or the group's isLeader/lease, or a scheduled job) with its lease's signal
+ * and `tickAt`, the wall time of the loop's last successful tick before it.
+ *
+ * (n) per leadership: onStartedLeading, 'elected', onStoppedLeading, 'demoted', in that order and
+ *     each once; all four unless its process never stopped cleanly (killed: it ends with a prefix
+ *     of them); the signal not aborted at the first two, aborted at the last two; and per
+ *     namespace, no leadership starts before the previous one was demoted.
+ * (o) per work item: its lease's signal not aborted, its onStoppedLeading not yet called, and its
+ *     start no later than the local deadline can be: a deadline starts before its tick was sent,
+ *     so it ends by `tickAt` + the lease (same host's wall clock; the deadline passes by the more
+ *     pessimistic of the monotonic and the wall clock).
+ * @param {Map<string, WorkerEvent[]>} byIncarnation @param {number} leaseMs
+ * @param {boolean} requireSome a run without any leadership or work item has nothing to check, and fails
+ */
+function checkLoopCallbacks(byIncarnation, leaseMs, requireSome) {
+  /** @type {string[]} */ const order = [];
+  /** @type {string[]} */ const late = [];
+  let leaderships = 0;
+  let complete = 0;
+  let open = 0;
+  let items = 0;
+  let jobs = 0;
+  /** Least time left between a work item's start and its deadline bound. */
+  let closest = Infinity;
+  for (const [key, list] of byIncarnation) {
+    const killed = !list.some((e) => e.ev === 'stopped');
+    /** @type {Map<number, { ns: string | undefined, term: number, steps: WorkerEvent[] }>} */
+    const byLid = new Map();
+    /** @type {Map<string, number>} the last leadership started per namespace, until demoted */
+    const current = new Map();
+    for (const e of list) {
+      if (LEADERSHIP_STEPS.includes(e.ev) && e.lid !== undefined) {
+        const name = `worker ${key} ${e.ns === undefined ? '' : `${e.ns} `}term ${e.term} (leadership ${e.lid})`;
+        let l = byLid.get(e.lid);
+        if (!l) {
+          byLid.set(e.lid, (l = { ns: e.ns, term: e.term, steps: [] }));
+          if (e.ev !== 'cb-started') order.push(`${name}: ${STEP_NAMES[e.ev]} before onStartedLeading`);
+        } else if (l.term !== e.term || l.ns !== e.ns) {
+          order.push(`${name}: ${STEP_NAMES[e.ev]} names another lease than its onStartedLeading (${l.ns ?? ''} term ${l.term})`);
+        }
+        const shouldBeAborted = e.ev === 'cb-stopped' || e.ev === 'demoted';
+        if (e.aborted !== shouldBeAborted) order.push(`${name}: signal ${e.aborted ? 'aborted' : 'not aborted'} at ${STEP_NAMES[e.ev]}`);
+        const nsKey = String(e.ns);
+        if (e.ev === 'cb-started') {
+          const before = current.get(nsKey);
+          if (before !== undefined && before !== e.lid) order.push(`${name}: onStartedLeading before leadership ${before} of its namespace was demoted`);
+          current.set(nsKey, e.lid);
+        } else if (e.ev === 'demoted' && current.get(nsKey) === e.lid) {
+          current.delete(nsKey);
+        }
+        l.steps.push(e);
+      } else if (e.ev === 'work') {
+        items++;
+        if (e.what === 'job') jobs++;
+        const name = `worker ${key} ${e.what ?? 'work'} ${e.ns === undefined ? '' : `${e.ns} `}term ${e.term} (leadership ${e.lid}) at ${e.t}`;
+        const l = byLid.get(e.lid);
+        if (!l) late.push(`${name}: its lease was never started (no onStartedLeading before it)`);
+        else if (l.term !== e.term) late.push(`${name}: the lease is of term ${l.term}`);
+        if (e.aborted) late.push(`${name}: started with its lease's signal aborted`);
+        const stopped = l?.steps.find((x) => x.ev === 'cb-stopped');
+        if (stopped) late.push(`${name}: started ${e.t - stopped.t} ms after its onStoppedLeading`);
+        const bound = Number(e.tickAt) + leaseMs;
+        if (!e.tickAt) late.push(`${name}: started before any successful tick of its loop`);
+        else if (e.t > bound + INSTANT_TOLERANCE_MS) late.push(`${name}: started ${e.t - bound} ms after its local deadline could last (last successful tick at ${e.tickAt} + lease ${leaseMs} ms)`);
+        else closest = Math.min(closest, bound - e.t);
+      }
+    }
+    for (const [lid, l] of byLid) {
+      leaderships++;
+      const seen = l.steps.map((e) => e.ev);
+      const name = `worker ${key} ${l.ns === undefined ? '' : `${l.ns} `}term ${l.term} (leadership ${lid})`;
+      const prefix = LEADERSHIP_STEPS.slice(0, seen.length);
+      if (seen.join() === LEADERSHIP_STEPS.join()) complete++;
+      else if (killed && seen.length < LEADERSHIP_STEPS.length && seen.join() === prefix.join()) open++;
+      else order.push(`${name}: ${seen.map((ev) => STEP_NAMES[ev]).join(', ')}${killed ? '' : ' (its process stopped cleanly)'}`);
+    }
+  }
+  if (requireSome && leaderships === 0) order.push('no leadership was recorded: nothing to check');
+  if (requireSome && items === 0) late.push('no leader work item was recorded: nothing to check');
+  return {
+    order,
+    late,
+    orderDetail: `${leaderships} leaderships recorded: ${complete} complete, ${open} cut short by a kill`,
+    lateDetail: `${items} leader work items (${jobs} scheduled jobs); the closest started ${Number.isFinite(closest) ? Math.round(closest) : '-'} ms before its deadline bound`,
+    stats: { loopLeaderships: leaderships, loopLeadershipsComplete: complete, loopLeadershipsKilled: open, workItems: items, workClosestToDeadlineMs: Number.isFinite(closest) ? Math.round(closest) : null },
+  };
 }
 
 /**
@@ -583,7 +692,7 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
 /** Numeric stats that add up over namespaces (the rest: the largest, or the first namespace's). */
 const ADDITIVE = ['grants', 'writes', 'staleWrites', 'lateWrites', 'actions', 'fenced', 'actionErrors', 'pausedStarts', 'demotions', 'sameTermReelections', 'historyRows', 'handOvers', 'expiredTerms', 'staleRejected',
   'judgedActions', 'stallsBeforeFenceFenced', 'stallsInFenceCommitted', 'claims', 'reclaims', 'slots', 'doneSlots', 'jobRows', 'runRows', 'failedSlots', 'missedSlots',
-  'abandonedSlots', 'skippedSlots', 'runningSlots'];
+  'abandonedSlots', 'skippedSlots', 'runningSlots', 'loopLeaderships', 'loopLeadershipsComplete', 'loopLeadershipsKilled', 'workItems'];
 
 /**
  * Group mode: {@link check} per namespace, merged — a check passes only if it passes for every
@@ -651,6 +760,8 @@ function checkGroup(input) {
     ])),
     ['i', Boolean(input.histories) && (input.expectStalls ?? []).includes('before-fence') && sum('staleRejected') === 0, 'no write was fenced off in any namespace, though a stall before assertLeader was expected'],
     ['r', Boolean(input.scheduled) && sum('claims') === 0, 'no slot was claimed in any namespace: nothing to check'],
+    ['n', Boolean(input.loopCallbacks) && sum('loopLeaderships') === 0, 'no leadership was recorded in any namespace: nothing to check'],
+    ['o', Boolean(input.loopCallbacks) && sum('workItems') === 0, 'no leader work item was recorded in any namespace: nothing to check'],
   ];
   for (const [id, missing, violation] of required) {
     const m = merged.get(id);
@@ -711,4 +822,4 @@ function checkGroup(input) {
   };
 }
 
-module.exports = { check, checkGroup };
+module.exports = { check, checkGroup, checkLoopCallbacks };

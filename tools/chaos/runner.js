@@ -453,7 +453,7 @@ async function runChaos(options) {
     .sort((a, b) => a.t - b.t);
   // The stalls the schedule guaranteed: (f) and (i) fail without them (an interrupted run may lack them).
   const expectStalls = interruptedRun ? [] : guaranteedStalls.map((t) => (t === 'stall-in-fence' ? 'in-fence' : 'before-fence'));
-  const common = { ledger, events, faults, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt, watches, watchFailures, settings, lastFaultEnd, settleMs, expectStalls, scheduled: o.scheduleMs > 0, runs };
+  const common = { ledger, events, faults, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt, watches, watchFailures, settings, lastFaultEnd, settleMs, expectStalls, scheduled: o.scheduleMs > 0, runs, loopCallbacks: true };
   const result =
     o.group === undefined
       ? check({ ...common, ns: o.ns, history, final })

@@ -15,12 +15,14 @@ const SCHEDULE = 'chaos-ledger';
  * failure is thrown on, so the library decides (a lost leadership: the slot runs again; anything
  * else: failed).
  * @param {{ insert: string, candidateId: string, slot: number, log: (ev: string, fields?: Record<string, unknown>) => void,
- *   ops: ReturnType<typeof import('./op-recorder').opRecorder>, describe: (error: unknown) => string }} worker
- *   `insert`: the ledger's job insert (database.js `jobInsert`); `slot`: the worker's slot
+ *   ops: ReturnType<typeof import('./op-recorder').opRecorder>, describe: (error: unknown) => string,
+ *   started?: (run: import('gemstone-utils').ScheduledRun) => void }} worker
+ *   `insert`: the ledger's job insert (database.js `jobInsert`); `slot`: the worker's slot; `started`: told first, as the job starts
  * @returns {(run: import('gemstone-utils').ScheduledRun) => Promise<void>}
  */
-function ledgerJob({ insert, candidateId, slot, log, ops, describe }) {
+function ledgerJob({ insert, candidateId, slot, log, ops, describe, started }) {
   return async (run) => {
+    started?.(run);
     const tag = { ns: run.ns, name: run.name, slot: run.slot.getTime(), attempt: run.attempt, term: run.lease.term };
     log('job-start', tag);
     ops.jobStarted(tag);

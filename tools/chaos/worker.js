@@ -17,6 +17,11 @@
  * `run.transaction`; none without it), CHAOS_SCHEDULE_NAMESPACES (group mode: in how many of the
  * namespaces, the first ones; default all).
  *
+ * The loop's callbacks and events are logged per leadership (onStartedLeading, 'elected',
+ * onStoppedLeading, 'demoted', each with whether the lease's signal had aborted), and each leader
+ * work item as it starts (`work`: its lease's signal and the loop's last successful tick), for the
+ * checker's (n) and (o).
+ *
  * A stall order the runner writes to CHAOS_CONTROL (`{ where, ms, armedAt }`) makes the next fenced action block
  * its whole process (like a long GC pause) just before `assertLeader` or just after it.
  */
@@ -143,23 +148,70 @@ async function main() {
   const service = new ElectionService(workDs, { expireSeconds: leaseSeconds });
   const insert = ledgerInsert(kind);
 
+  // The loop's callbacks and events per leadership, for the checker's (n) and (o): each Lease
+  // object is one leadership (a term granted twice is two), numbered in the order first seen, and
+  // each step records whether its signal had aborted.
+  /** @type {WeakMap<object, number>} */
+  const leaseIds = new WeakMap();
+  let leaseCount = 0;
+  /** @param {import('gemstone-utils').Lease} lease */
+  const idOf = (lease) => {
+    let id = leaseIds.get(lease);
+    if (id === undefined) leaseIds.set(lease, (id = ++leaseCount));
+    return id;
+  };
+  /** @param {import('gemstone-utils').Lease} lease */
+  const leaseTag = (lease) => ({ ...(namespaces ? { ns: lease.ns } : {}), term: lease.term, lid: idOf(lease), aborted: lease.signal.aborted });
+  /** The leadership each onStartedLeading began last, by `ns#term`. @type {Map<string, number>} */
+  const startedLid = new Map();
+  /**
+   * Wall time of this loop's last tick that succeeded (single mode: that acquired or renewed):
+   * the local deadline in force after it starts before the tick was sent, so it ends no later
+   * than this + the lease. (o) judges each leader work item's start against that bound.
+   */
+  let tickAt = 0;
+  const callbacks = {
+    onStartedLeading: (/** @type {import('gemstone-utils').Lease} */ lease) => {
+      startedLid.set(`${lease.ns}#${lease.term}`, idOf(lease));
+      log('cb-started', leaseTag(lease));
+    },
+    onStoppedLeading: (/** @type {import('gemstone-utils').Lease} */ lease) => log('cb-stopped', leaseTag(lease)),
+  };
+
   // Group mode: every event names its namespace (the checker splits the logs by it).
-  const group = namespaces ? new LeaderElectorGroup({ dataSource: electorDs, namespaces, candidateId, expireSeconds: leaseSeconds, priority, eligible, balance }) : undefined;
-  const single = namespaces ? undefined : new LeaderElector({ dataSource: electorDs, ns, candidateId, expireSeconds: leaseSeconds, priority, eligible });
+  const group = namespaces ? new LeaderElectorGroup({ dataSource: electorDs, namespaces, candidateId, expireSeconds: leaseSeconds, priority, eligible, balance, ...callbacks }) : undefined;
+  const single = namespaces ? undefined : new LeaderElector({ dataSource: electorDs, ns, candidateId, expireSeconds: leaseSeconds, priority, eligible, ...callbacks });
   const elector = /** @type {import('events').EventEmitter & { start(): Promise<void>, stop(): Promise<void> }} */ (group ?? single);
   if (group) {
-    group.on('elected', (/** @type {{ ns: string, term: number }} */ lease) => log('elected', { ns: lease.ns, term: lease.term }));
-    group.on('demoted', (/** @type {{ ns: string, term: number }} */ lease, /** @type {string} */ reason) => log('demoted', { ns: lease.ns, term: lease.term, reason }));
+    group.on('elected', (lease) => log('elected', leaseTag(lease)));
+    group.on('demoted', (lease, reason) => log('demoted', { ...leaseTag(lease), reason }));
     group.on('leader', (/** @type {string} */ leaderNs, /** @type {string | null} */ leaderId, /** @type {number | null} */ term) => log('leader', { ns: leaderNs, leaderId, term }));
+    group.on('tick', (tick) => {
+      if (tick.error === null) tickAt = Date.now();
+    });
   } else if (single) {
-    single.on('elected', (lease) => log('elected', { term: lease.term }));
-    single.on('demoted', (lease, reason) => log('demoted', { term: lease.term, reason }));
+    single.on('elected', (lease) => log('elected', leaseTag(lease)));
+    single.on('demoted', (lease, reason) => log('demoted', { ...leaseTag(lease), reason }));
     single.on('leader', (leaderId, term) => log('leader', { leaderId, term }));
+    single.on('tick', (tick) => {
+      if (tick.outcome === 'acquired' || tick.outcome === 'renewed') tickAt = Date.now();
+    });
   }
+  /**
+   * A leader work item starts with `lease` (logged before anything else of it runs). A write gets
+   * the leadership's own Lease (one never started is reported as such); a scheduled job gets a
+   * lease of its own whose signal also aborts when its schedule is cancelled, so it is matched to
+   * the leadership its onStartedLeading began last under that term.
+   * @param {import('gemstone-utils').Lease} lease @param {'write' | 'job'} what
+   */
+  const workStarts = (lease, what) => {
+    const lid = leaseIds.get(lease) ?? (what === 'job' ? startedLid.get(`${lease.ns}#${lease.term}`) : undefined);
+    log('work', { ...(namespaces ? { ns: lease.ns } : {}), term: lease.term, lid, aborted: lease.signal.aborted, what, tickAt });
+  };
   elector.on('error', (error) => log('error', { message: describe(error) }));
   ops.follow(elector, namespaces ? undefined : ns);
   if (scheduleMs) {
-    const job = ledgerJob({ insert: jobInsert(kind), candidateId, slot, log, ops, describe });
+    const job = ledgerJob({ insert: jobInsert(kind), candidateId, slot, log, ops, describe, started: (run) => workStarts(run.lease, 'job') });
     // catchUp 'all': every slot that came due while nobody led is run, so each slot between the first and the last is claimed.
     const options = { name: SCHEDULE, everyMs: scheduleMs, catchUp: /** @type {const} */ ('all') };
     for (const scheduleNs of scheduled) {
@@ -271,15 +323,22 @@ async function main() {
   while (running) {
     if (group) {
       // One fenced write per namespace this worker leads, each under its own lease's term.
-      for (const lease of [...group.leases.values()]) {
+      // The group's own word decides (isLeader ends a leadership past its deadline on the spot),
+      // and the work runs with the lease it names now: (o) checks that lease was live.
+      for (const leaseNs of namespaces ?? []) {
         if (!running) break;
         const decidedAt = Date.now();
-        if (lease.signal.aborted || !group.isLeader(lease.ns)) continue;
+        if (!group.isLeader(leaseNs)) continue;
+        const lease = /** @type {import('gemstone-utils').Lease} */ (group.lease(leaseNs));
+        workStarts(lease, 'write');
         await fencedAppend(lease, decidedAt);
       }
     } else if (single) {
       const decidedAt = Date.now();
-      await single.runIfLeader((lease) => fencedAppend(lease, decidedAt));
+      await single.runIfLeader((lease) => {
+        workStarts(lease, 'write');
+        return fencedAppend(lease, decidedAt);
+      });
     }
     await sleep(workMs);
   }

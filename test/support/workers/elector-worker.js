@@ -80,7 +80,8 @@ async function main() {
   if (config.ticks) {
     elector.on('tick', (tick) => {
       if (tick.outcome === 'acquired' || tick.outcome === 'renewed') {
-        out('tick', { outcome: tick.outcome, term: tick.term, durationMs: Math.round(tick.durationSeconds * 1000) });
+        // databaseNow: the database's clock during the tick's statement (see AckedLease in test/ha/patroni-support.ts).
+        out('tick', { outcome: tick.outcome, term: tick.term, durationMs: Math.round(tick.durationSeconds * 1000), databaseNow: tick.clockSkew ? tick.clockSkew.databaseNow.getTime() : null });
       }
     });
   }
