@@ -204,7 +204,9 @@ export function renderMarkdown(report: BenchReport): string {
         `Per N, process 0 starts alone and acquires all N leases, then the others join; ${sizes.measureTicks} ticks of process 0 measured ` +
           "(the `'tick'` event's duration, ms: the leader renews N leases in its tick, a follower observes N held ones). " +
           'Transactions per tick per process counted by a TypeORM logger in each worker between two ticks, over every whole tick of every process ' +
-          '(the background pruning of expired rows, at most once a minute and never inside a tick, counted apart). ' +
+          '(the background pruning of expired rows, at most once a minute and never inside a tick, counted apart; on MySQL/MariaDB a transaction ' +
+          'rolled back after its bounded wait for one of its own lease rows ran out (or a deadlock), which changed nothing and is followed by the tick\'s rerun, counted apart too: ' +
+          `${group.map(([kind, r]) => `${LABEL[kind]} ${n(r.group!.points.reduce((sum, p) => sum + (p.transactionsPerTick.lockWaitReruns ?? 0), 0))}`).join(', ')}). ` +
           'Crash: process 0 SIGKILLed; from the kill to the last re-acquisition of its leases by the survivors, database clock (history table); ' +
           "limit: that size's own lease + 2 of its ticks. A case fails when process 0 loses any lease before the kill (a measured tick holding fewer than all N, " +
           "a lease it ended or another process took, fewer than all N live at the kill). " +

@@ -75,6 +75,11 @@ export interface TransactionCount {
   ticks: number;
   /** BEGINs refused while another process held the write lock (SQLite), retried by the library: not transactions. */
   busyRetries: number;
+  /**
+   * Transactions rolled back after a bounded lock wait ran out or a deadlock (MySQL/MariaDB), each
+   * followed by the tick's documented rerun: not counted in max/min (they changed nothing).
+   */
+  lockWaitReruns: number;
   /** What one tick of more than one transaction sent (first words of each statement). */
   sample?: string[];
 }
@@ -447,12 +452,15 @@ function maxTransactions(
   keep: (ticks: GroupTickReport[], i: number) => boolean = () => true,
 ): TransactionCount & { prune: number } {
   const ticks = workers.flatMap((w) => w.ticks.filter((t, i) => !t.failed && keep(w.ticks, i)));
-  const over = ticks.find((t) => t.transactions > 1);
+  // A transaction rolled back after its bounded lock wait ran out changed nothing: the tick's rerun is its one.
+  const counted = (t: GroupTickReport) => t.transactions - t.lockWaitReruns;
+  const over = ticks.find((t) => counted(t) > 1);
   return {
-    max: ticks.length ? Math.max(...ticks.map((t) => t.transactions)) : Number.NaN,
-    min: ticks.length ? Math.min(...ticks.map((t) => t.transactions)) : Number.NaN,
+    max: ticks.length ? Math.max(...ticks.map(counted)) : Number.NaN,
+    min: ticks.length ? Math.min(...ticks.map(counted)) : Number.NaN,
     ticks: ticks.length,
     busyRetries: ticks.reduce((sum, t) => sum + t.busyRetries, 0),
+    lockWaitReruns: ticks.reduce((sum, t) => sum + t.lockWaitReruns, 0),
     ...(over?.statementsSent ? { sample: over.statementsSent } : {}),
     prune: workers.reduce((sum, w) => sum + w.ticks.reduce((n, t) => n + t.pruneTransactions, 0), 0),
   };

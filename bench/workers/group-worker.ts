@@ -13,6 +13,7 @@ import 'reflect-metadata';
 import { initDb, LeaderElectorGroup } from 'gemstone-utils';
 import type { Logger, QueryRunner } from 'typeorm';
 import { BenchTarget, dataSourceOptions, singleConnection } from '../lib/databases';
+import { GROUP_RERUN_ERRNOS, isGroupRerunError } from '../lib/group-reruns';
 
 export interface GroupWorkerConfig {
   target: BenchTarget;
@@ -38,6 +39,12 @@ export interface GroupTickReport {
   pruneTransactions: number;
   /** BEGINs refused because another process held the write lock (SQLite), retried by the library: no transaction. */
   busyRetries: number;
+  /**
+   * Of `transactions`, those rolled back after one of {@link GROUP_RERUN_ERRNOS} (MySQL/MariaDB: a
+   * bounded lock wait ran out, a deadlock): the tick runs again at once in a second transaction,
+   * without waiting for a lock; the first changed nothing (the group store's documented rerun).
+   */
+  lockWaitReruns: number;
   statements: number;
   /** Leases held after the tick. */
   held: number;
@@ -76,10 +83,13 @@ class TransactionLogger implements Logger {
   transactions = 0;
   pruneTransactions = 0;
   busyRetries = 0;
+  lockWaitReruns = 0;
   /** The statements since the last tick (their first words), to show what a tick of more than one transaction ran. */
   window: string[] = [];
   #open = false;
   #classify = false;
+  /** The open transaction failed with one of {@link GROUP_RERUN_ERRNOS}. */
+  #lockWaitFailed = false;
 
   logQuery(query: string, _parameters?: unknown[], queryRunner?: QueryRunner): void {
     this.statements++;
@@ -88,11 +98,14 @@ class TransactionLogger implements Logger {
       this.transactions++;
       this.#open = true;
       this.#classify = true;
+      this.#lockWaitFailed = false;
       return;
     }
     if (/^\s*(COMMIT|ROLLBACK|END)\b/i.test(query)) {
+      if (this.#lockWaitFailed && /^\s*ROLLBACK\b/i.test(query)) this.lockWaitReruns++;
       this.#open = false;
       this.#classify = false;
+      this.#lockWaitFailed = false;
       return;
     }
     if (/^\s*(SET|SHOW|PRAGMA)\b/i.test(query)) return;
@@ -114,7 +127,9 @@ class TransactionLogger implements Logger {
    * busy retry instead.
    */
   logQueryError(error: string | Error, query?: string): void {
-    if (this.window.length < 40) this.window.push(`ERROR ${String(error instanceof Error ? error.message : error).slice(0, 60)}`);
+    const message = String(error instanceof Error ? error.message : error);
+    if (this.window.length < 40) this.window.push(`ERROR ${message.slice(0, 60)}`);
+    if (this.#open && isGroupRerunError(error)) this.#lockWaitFailed = true;
     if (query !== undefined && /^\s*(START\s+TRANSACTION|BEGIN)\b/i.test(query) && this.#open) {
       this.transactions--;
       this.busyRetries++;
@@ -159,14 +174,21 @@ async function main(): Promise<void> {
   group.on('error', (error: Error) => send({ type: 'error', message: error.message }));
 
   let reporting = false;
-  let seen = { statements: 0, transactions: 0, pruneTransactions: 0, busyRetries: 0 };
+  let seen = { statements: 0, transactions: 0, pruneTransactions: 0, busyRetries: 0, lockWaitReruns: 0 };
   const sinceLastTick = () => {
-    const now = { statements: logger.statements, transactions: logger.transactions, pruneTransactions: logger.pruneTransactions, busyRetries: logger.busyRetries };
+    const now = {
+      statements: logger.statements,
+      transactions: logger.transactions,
+      pruneTransactions: logger.pruneTransactions,
+      busyRetries: logger.busyRetries,
+      lockWaitReruns: logger.lockWaitReruns,
+    };
     const delta = {
       statements: now.statements - seen.statements,
       transactions: now.transactions - seen.transactions,
       pruneTransactions: now.pruneTransactions - seen.pruneTransactions,
       busyRetries: now.busyRetries - seen.busyRetries,
+      lockWaitReruns: now.lockWaitReruns - seen.lockWaitReruns,
     };
     seen = now;
     const window = logger.window;
