@@ -13,8 +13,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  // The packed-package test type-checks a consumer a dozen times (CPU-bound): it runs on its own
-  // after the suite (`npm run test:package`), not beside the timing-sensitive tests.
+  // The packed-package test type-checks a consumer a dozen times (CPU-bound): a run of its own
+  // (`npm run test:package`), which `npm test` starts beside the suite (tools/test-all.js).
   // test/ha/ starts private database servers, poolers and replicas (`npm run test:ha`): not part of `npm test`.
   testPathIgnorePatterns: [
     '/node_modules/',
