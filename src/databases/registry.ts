@@ -22,6 +22,22 @@ export function dialectOf(dataSource: DataSource): Dialect {
   return dialect;
 }
 
+/**
+ * What a database does, once, to the connections of each initialized DataSource the library is
+ * given (its own or the application's), by TypeORM `type`; absent where nothing is needed.
+ */
+const connectionAdopters = new Map<string, (dataSource: DataSource) => void>();
+
+/** Makes `adopt` run once for each initialized DataSource whose `type` is one of `types` (see {@link adoptConnections}). */
+export function registerConnectionAdopter(types: readonly string[], adopt: (dataSource: DataSource) => void): void {
+  for (const type of types) connectionAdopters.set(type, adopt);
+}
+
+/** Runs the adopter of the DataSource's database (PostgreSQL: `postgres/pool-errors.ts`), if any. Call once per DataSource. */
+export function adoptConnections(dataSource: DataSource): void {
+  connectionAdopters.get(String(dataSource.options.type))?.(dataSource);
+}
+
 /** The dialect of a TypeORM `type` (a DataSourceOptions' `type`), if one is registered. */
 export function dialectOfType(type: unknown): Dialect | undefined {
   return dialects.get(String(type));

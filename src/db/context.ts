@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Dialect } from '../databases/dialect';
-import { dialectOf } from '../databases/registry';
+import { adoptConnections, dialectOf } from '../databases/registry';
 import { raw, RawSql } from './sql';
 
 /** What the library derives once per DataSource. */
@@ -29,6 +29,8 @@ function metadataOf(dataSource: DataSource, name: string) {
 }
 
 const contexts = new WeakMap<DataSource, DbContext>();
+/** DataSources whose connections the library has adopted (see `adoptConnections` in databases/registry.ts). */
+const adopted = new WeakSet<DataSource>();
 
 export function contextOf(dataSource: DataSource): DbContext {
   let context = contexts.get(dataSource);
@@ -52,6 +54,12 @@ export function contextOf(dataSource: DataSource): DbContext {
       qualified,
     });
     contexts.set(dataSource, context);
+  }
+  // Not when the context is made: an application may hand the library its DataSource before
+  // initializing it (NestJS), and the connections exist only after.
+  if (!adopted.has(dataSource) && dataSource.isInitialized) {
+    adopted.add(dataSource);
+    adoptConnections(dataSource);
   }
   return context;
 }

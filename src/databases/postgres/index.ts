@@ -1,4 +1,4 @@
-import { registerDialect } from '../registry';
+import { registerConnectionAdopter, registerDialect } from '../registry';
 import { registerParts } from '../parts';
 import { postgresDemoLedger } from './demo-ledger';
 import { postgresDdl } from './ddl';
@@ -13,8 +13,10 @@ import { postgresSchema } from './schema';
 import { POSTGRES_TYPES, postgresSetup } from './setup';
 import { postgresElect } from './elect';
 import { subscribeToLeaseChanges } from './listener';
+import { guardPoolErrors } from './pool-errors';
 
 registerDialect(POSTGRES_TYPES, postgresDialect);
+registerConnectionAdopter(POSTGRES_TYPES, guardPoolErrors);
 registerParts(postgresDialect, {
   name: 'postgres',
   setup: postgresSetup,
