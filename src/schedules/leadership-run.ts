@@ -309,7 +309,10 @@ export class LeadershipRun {
         await store.finish(key, this.#who, state, error);
         return true;
       } catch (caught) {
-        if (caught instanceof NotLeaderError) return false;
+        // Ended by this process: the stop (or cancel, or hand-over) that abandoned the run past
+        // its bound refused the record's next statement (it rolled back). The slot stays running
+        // and the next leader runs it again; the abandonment was reported once, by who did it.
+        if (caught instanceof NotLeaderError || this.#loop.ended) return false;
         this.#report(`recording slot ${isoOf(key.slot.getTime())} ${state} failed${this.#signal.aborted ? '' : ' (retrying)'}`, caught);
         if (this.#signal.aborted) return false;
         await this.#sleep(this.#host.retryMs);

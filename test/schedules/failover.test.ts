@@ -149,8 +149,10 @@ describeEachDatabase('schedules across leaders', (db) => {
       expect(errors.filter((error) => error.phase !== 'tick')).toEqual([]);
       // A's stop said what it gave up on.
       const stopErrors = errorsA.filter((error) => error.phase !== 'tick');
-      expect(stopErrors.map((error) => error.phase)).toEqual(['stop']);
-      expect(stopErrors[0]!.message).toContain('the scheduled jobs returning');
+      // With each message and cause, so that an unexpected one says what it was.
+      expect(stopErrors.map((error) => ({ phase: error.phase, message: error.message, cause: String((error as { cause?: unknown }).cause) }))).toEqual([
+        { phase: 'stop', message: expect.stringContaining('the scheduled jobs returning'), cause: expect.any(String) },
+      ]);
     } finally {
       hang.open();
       await a.stop();
