@@ -344,6 +344,7 @@ export class ElectionService {
 
     const { row, standing } = locked;
     let live = row.live;
+    let databaseNow = row.now;
     let { renewing, takes, handOver } = decide(row, id, standing, fields);
     // A renewal is decided again when it is written, by the database clock of that statement:
     // a lease that ran out since the locked read is taken over (term + 1, its history closed
@@ -351,14 +352,20 @@ export class ElectionService {
     if (renewing && !(await store.renewIfLive(m, ns, id, row.term, expire))) {
       live = false;
       ({ renewing, takes, handOver } = decide({ leaderId: row.leaderId, live }, id, standing, fields));
+      // The answer now holds from that write on, not at the read (the lease was live then): the
+      // clock it reports is read again, under the lock this transaction still holds, so nothing
+      // changed since the write. (Statements with a clock of their own, MySQL/MariaDB: a read
+      // just before the lease's end and the write just after it. Found by the chaos checker.)
+      const reread = await store.lockLeaderFor(m, ns, 'write', true, id);
+      if (reread) databaseNow = reread.row.now;
     }
     const wasRegistered = standing.registered;
     let outcome: ElectOutcome;
     if (!takes) {
       const leaderId = live ? row.leaderId : null;
-      outcome = { ns, leaderId, term: row.term, isLeader: false, acquired: false, handOver: false, wasRegistered, databaseNow: row.now };
+      outcome = { ns, leaderId, term: row.term, isLeader: false, acquired: false, handOver: false, wasRegistered, databaseNow };
     } else if (renewing) {
-      outcome = { ns, leaderId: id, term: row.term, isLeader: true, acquired: false, handOver, wasRegistered, databaseNow: row.now };
+      outcome = { ns, leaderId: id, term: row.term, isLeader: true, acquired: false, handOver, wasRegistered, databaseNow };
     } else {
       const term = row.term + 1;
       // A takeover closes the lapsed term (at its lease's end, read before the row changes)
@@ -368,7 +375,7 @@ export class ElectionService {
       await store.setLeader(m, ns, id, term, expire);
       await history.run(m, history.openTerm(ns));
       await store.announce(m, { ns, leaderId: id, term });
-      outcome = { ns, leaderId: id, term, isLeader: true, acquired: true, handOver, wasRegistered, databaseNow: row.now };
+      outcome = { ns, leaderId: id, term, isLeader: true, acquired: true, handOver, wasRegistered, databaseNow };
     }
     // Lock order: leader row first, then the candidate row.
     const inserted = await store.touchCandidate(m, ns, id, expire, fields);
