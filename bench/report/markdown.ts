@@ -298,6 +298,13 @@ export function renderMarkdown(report: BenchReport): string {
           .join('; ') +
         ' (processes: per namespace, intervals from `elected` to `demoted` or the kill never overlap across processes; history: per namespace, terms 1..n, each ended no later than the next began).',
     );
+    const slow = group.filter(([, r]) => r.group!.tickErrors.length);
+    if (slow.length) {
+      out.push(
+        `Tick reports (phase \`tick\`: a tick tried again, or not answered within the lease on a busy machine; shown, not judged): ` +
+          slow.map(([kind, r]) => `${LABEL[kind]} ${r.group!.tickErrors.length} (${r.group!.tickErrors.slice(0, 2).join('; ')})`).join('; '),
+      );
+    }
   }
 
   const peer = each(report).filter(([, r]) => r.peer);

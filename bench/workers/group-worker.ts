@@ -59,7 +59,7 @@ export type GroupWorkerMessage =
   | { type: 'ready'; candidateId: string; held: number; at: number }
   | { type: 'leases'; events: LeaseEvent[] }
   | GroupTickReport
-  | { type: 'error'; message: string }
+  | { type: 'error'; message: string; phase?: string }
   | { type: 'stopping'; at: number }
   | { type: 'stopped'; at: number };
 
@@ -171,7 +171,7 @@ async function main(): Promise<void> {
   };
   group.on('elected', (lease) => push(['elected', lease.ns, lease.term, Date.now()]));
   group.on('demoted', (lease, reason) => push(['demoted', lease.ns, lease.term, Date.now(), String(reason)]));
-  group.on('error', (error: Error) => send({ type: 'error', message: error.message }));
+  group.on('error', (error: Error & { phase?: string }) => send({ type: 'error', message: error.message, phase: error.phase }));
 
   let reporting = false;
   let seen = { statements: 0, transactions: 0, pruneTransactions: 0, busyRetries: 0, lockWaitReruns: 0 };
