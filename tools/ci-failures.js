@@ -2,8 +2,9 @@
 // Prints the failures of a CI run's log, for its last lines: a CI viewer that keeps the head and
 // the tail of a long log cuts the middle, where jest printed why a test failed (a test:ha failure
 // was lost that way). For each `FAIL <file>` the file, and each failed test's block (`● title`
-// and what follows, up to the next block), skipping `● Console` blocks; at most MAX_LINES lines
-// in all, each block at most BLOCK_LINES. Usage: node tools/ci-failures.js <log file>
+// and what follows, up to the next block), skipping `● Console` blocks, and the smoke benchmark's
+// correctness failures; at most MAX_LINES lines in all, each block at most BLOCK_LINES.
+// Usage: node tools/ci-failures.js <log file>
 const fs = require('fs');
 
 const MAX_LINES = 400;
@@ -19,6 +20,12 @@ function digest(text) {
     const line = lines[i];
     if (/^FAIL /.test(line) || KEEP.test(line.trim())) {
       out.push(line);
+      continue;
+    }
+    // The smoke benchmark's verdict: its correctness failures, one `  - ` line each.
+    if (/^bench: \d+ correctness failure/.test(line)) {
+      out.push(line);
+      for (let j = i + 1; j < lines.length && /^ {2}- /.test(lines[j]); j++) out.push(lines[j].slice(0, 1000));
       continue;
     }
     const block = /^(\s*)● (.*)$/.exec(line);
