@@ -64,11 +64,13 @@ describeEachDatabase(
         await elector.stop();
         releaseLock.open();
         await lockHeld;
-        // The record's next statement is refused now; give its rollback and any report time to land.
-        await waitFor('the abandoned record to settle', async () => {
-          const row = (await runsOf(ds, ns, 'quick')).find((r) => r.slot.getTime() === lockedSlot!.getTime());
-          return row !== undefined;
-        }, 10_000);
+        // The record's next statement is refused now and its transaction rolls back: the row's
+        // lock is free once it has. Then a moment for the runner's catch to run (a report, if any).
+        await waitFor('the abandoned record to roll back', async () =>
+          locker
+            .transaction((m) => m.query('SELECT state FROM gemstone_election_run WHERE ns = $1 AND name = $2 AND slot = $3 FOR UPDATE NOWAIT', [ns, 'quick', lockedSlot]))
+            .then(() => true, () => false),
+        10_000);
         await new Promise((resolve) => setTimeout(resolve, 300));
         expect(errors.map((error) => ({ phase: error.phase, message: error.message }))).toEqual([
           { phase: 'stop', message: expect.stringContaining('the scheduled jobs returning') },
