@@ -23,17 +23,19 @@ export function dialectOf(dataSource: DataSource): Dialect {
 }
 
 /**
- * What a database does, once, to the connections of each initialized DataSource the library is
- * given (its own or the application's), by TypeORM `type`; absent where nothing is needed.
+ * What a database does to the connections of each initialized DataSource the library is given
+ * (its own or the application's), by TypeORM `type`; absent where nothing is needed. Called at
+ * every use of the DataSource: an adopter does its work once per set of connections (a DataSource
+ * initialized again has new ones) and is a look-up otherwise.
  */
 const connectionAdopters = new Map<string, (dataSource: DataSource) => void>();
 
-/** Makes `adopt` run once for each initialized DataSource whose `type` is one of `types` (see {@link adoptConnections}). */
+/** Makes `adopt` run for each initialized DataSource whose `type` is one of `types` (see {@link adoptConnections}). */
 export function registerConnectionAdopter(types: readonly string[], adopt: (dataSource: DataSource) => void): void {
   for (const type of types) connectionAdopters.set(type, adopt);
 }
 
-/** Runs the adopter of the DataSource's database (PostgreSQL: `postgres/pool-errors.ts`), if any. Call once per DataSource. */
+/** Runs the adopter of the DataSource's database (PostgreSQL: `postgres/pool-errors.ts`), if any. */
 export function adoptConnections(dataSource: DataSource): void {
   connectionAdopters.get(String(dataSource.options.type))?.(dataSource);
 }

@@ -29,8 +29,6 @@ function metadataOf(dataSource: DataSource, name: string) {
 }
 
 const contexts = new WeakMap<DataSource, DbContext>();
-/** DataSources whose connections the library has adopted (see `adoptConnections` in databases/registry.ts). */
-const adopted = new WeakSet<DataSource>();
 
 export function contextOf(dataSource: DataSource): DbContext {
   let context = contexts.get(dataSource);
@@ -56,10 +54,9 @@ export function contextOf(dataSource: DataSource): DbContext {
     contexts.set(dataSource, context);
   }
   // Not when the context is made: an application may hand the library its DataSource before
-  // initializing it (NestJS), and the connections exist only after.
-  if (!adopted.has(dataSource) && dataSource.isInitialized) {
-    adopted.add(dataSource);
-    adoptConnections(dataSource);
-  }
+  // initializing it (NestJS), and the connections exist only after. At every call, not once: a
+  // DataSource destroyed and initialized again has new connections (the adopter makes a repeat
+  // cost a look-up).
+  if (dataSource.isInitialized) adoptConnections(dataSource);
   return context;
 }

@@ -15,16 +15,26 @@ import { runNode } from '../support/children/spawn';
 describeEachDatabase(
   'a session ended as it connects',
   (db) => {
-    test('fails the transaction that took it; the process lives on and the next transactions succeed', async () => {
+    async function run(reinitialize: boolean) {
       const armed = 4;
-      const result = await runNode(['test/support/children/pool-error.js', JSON.stringify({ url: db.url(), armed })], { timeoutMs: 60_000 });
+      const result = await runNode(['test/support/children/pool-error.js', JSON.stringify({ url: db.url(), armed, reinitialize })], { timeoutMs: 60_000 });
       expect({ code: result.code, stderr: result.stderr.slice(0, 2_000) }).toEqual({ code: 0, stderr: '' });
       const report = JSON.parse(result.stdout.trim().split('\n').pop()!) as { injected: number; failed: number; errors: string[]; after: number };
       // Every armed session was ended in its ready packet, and each failed its transaction.
-      expect(report.injected).toBe(armed);
-      expect(report.failed).toBe(armed);
+      const rounds = reinitialize ? 2 : 1;
+      expect(report.injected).toBe(armed * rounds);
+      expect(report.failed).toBe(armed * rounds);
       expect(report.errors.length).toBeGreaterThan(0);
-      expect(report.after).toBe(3);
+      expect(report.after).toBe(3 * rounds);
+    }
+
+    test('fails the transaction that took it; the process lives on and the next transactions succeed', async () => {
+      await run(false);
+    }, 90_000);
+
+    // A DataSource destroyed and initialized again has a new pool, which is adopted too.
+    test('the same after the DataSource was destroyed and initialized again', async () => {
+      await run(true);
     }, 90_000);
   },
   { kinds: ['postgres'] },

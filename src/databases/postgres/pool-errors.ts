@@ -29,6 +29,8 @@ const guardedClients = new WeakSet<object>();
  */
 export function guardPoolErrors(dataSource: DataSource): void {
   const driver = dataSource.driver as unknown as { master?: unknown; slaves?: unknown };
+  // Called at every use of the DataSource: its pools are new only when it was initialized again.
+  if (guardedPools.has(driver.master as object)) return;
   const pools = [driver.master, ...(Array.isArray(driver.slaves) ? driver.slaves : [])];
   for (const pool of pools) {
     if (!isPool(pool) || guardedPools.has(pool)) continue;

@@ -10,7 +10,8 @@
 // sessions, then on plain ones.
 //
 // Usage (from the repo root): node -r ./test/support/typeorm-line.js test/support/children/pool-error.js '<json>'
-//   json: { url: a PostgreSQL URL, armed: how many sessions to end }
+//   json: { url: a PostgreSQL URL, armed: how many sessions to end (per round), reinitialize: two rounds,
+//           the DataSource destroyed and initialized again between them }
 // Prints one JSON line: { injected, failed, errors, after }.
 'use strict';
 const net = require('net');
@@ -73,24 +74,33 @@ async function main() {
   via.hostname = '127.0.0.1';
   via.port = String(proxy.address().port);
   const dataSource = await initDb({ type: 'postgres', url: via.toString(), extra: { max: 2, idleTimeoutMillis: 1 } });
-  // The application's DataSource, used by the library (a first call adopts it).
-  await new ElectionService(dataSource).getLeader({ ns: 'pool-error' });
-  await new Promise((resolve) => setTimeout(resolve, 50)); // the idle connection is dropped
-  armed = config.armed;
-  const errors = [];
+  const service = new ElectionService(dataSource);
   let failed = 0;
-  for (let i = 0; i < config.armed; i++) {
-    await dataSource.transaction((manager) => manager.query('SELECT 1')).catch((error) => {
-      failed++;
-      errors.push(String(error && error.message));
-    });
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  armed = 0;
   let after = 0;
-  for (let i = 0; i < 3; i++) {
-    await dataSource.transaction((manager) => manager.query('SELECT 1'));
-    after++;
+  const errors = [];
+  // With `reinitialize`, the same DataSource is destroyed and initialized again between two
+  // rounds, as an application's reconnect logic may do: its new pool must be adopted too.
+  for (let round = 0; round < (config.reinitialize ? 2 : 1); round++) {
+    if (round > 0) {
+      await dataSource.destroy();
+      await dataSource.initialize();
+    }
+    // The application's DataSource, used by the library (a first call adopts it).
+    await service.getLeader({ ns: 'pool-error' });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the idle connection is dropped
+    armed = config.armed;
+    for (let i = 0; i < config.armed; i++) {
+      await dataSource.transaction((manager) => manager.query('SELECT 1')).catch((error) => {
+        failed++;
+        errors.push(String(error && error.message));
+      });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    armed = 0;
+    for (let i = 0; i < 3; i++) {
+      await dataSource.transaction((manager) => manager.query('SELECT 1'));
+      after++;
+    }
   }
   await dataSource.destroy();
   proxy.close();
