@@ -127,6 +127,9 @@ describeEachDatabase('a renewal after the lease ended', (db) => {
       // The delayed statement really ran after the lease's end.
       expect(hookAwaited).toBe(true);
       expect(outcome).toMatchObject({ leaderId: a, isLeader: true, acquired: true, term: first.term + 1 });
+      // The database clock reported is one at which the answer holds: the new term exists from
+      // the failed renewal on, after the lease's end, not at the locked read (when it was live).
+      expect(outcome!.databaseNow.getTime()).toBeGreaterThanOrEqual(lease.getTime());
       const leader = await svc.getLeader({ ns });
       expect(leader).toMatchObject({ leaderId: a, term: first.term + 1 });
       const history = await svc.getHistory({ ns });
