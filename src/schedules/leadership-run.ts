@@ -312,7 +312,7 @@ export class LeadershipRun {
         // Ended by this process: the stop (or cancel, or hand-over) that abandoned the run past
         // its bound refused the record's next statement (it rolled back). The slot stays running
         // and the next leader runs it again; the abandonment was reported once, by who did it.
-        if (caught instanceof NotLeaderError || this.#loop.ended) return false;
+        if (this.#quietAfter(caught)) return false;
         this.#report(`recording slot ${isoOf(key.slot.getTime())} ${state} failed${this.#signal.aborted ? '' : ' (retrying)'}`, caught);
         if (this.#signal.aborted) return false;
         await this.#sleep(this.#host.retryMs);
@@ -332,11 +332,7 @@ export class LeadershipRun {
       try {
         return await statement();
       } catch (error) {
-        if (error instanceof NotLeaderError) {
-          this.#fenced = true;
-          return undefined;
-        }
-        if (this.#ended) return undefined;
+        if (this.#quietAfter(error) || this.#ended) return undefined;
         this.#report(`${what} failed (retrying in about ${Math.round(this.#host.retryMs)} ms)`, error);
         await this.#sleep(this.#host.retryMs);
       }
@@ -354,14 +350,24 @@ export class LeadershipRun {
         await store.record(keys, this.#who, state);
         for (const key of keys) this.#tell(key, state, null, null);
       } catch (error) {
-        if (error instanceof NotLeaderError) {
-          this.#fenced = true;
-          this.#poke();
-        } else if (!this.#loop.ended) {
-          this.#report(`recording ${keys.length} slot(s) ${state} failed`, error);
-        }
+        if (!this.#quietAfter(error)) this.#report(`recording ${keys.length} slot(s) ${state} failed`, error);
       }
     });
+  }
+
+  /**
+   * Whether a failed statement of this run goes unreported: a fence refused it (`NotLeaderError`:
+   * the run claims nothing more), or the loop ended under it (the stop, cancel or hand-over that
+   * ended it reports once what it abandoned). The one rule of the run's three ways of writing
+   * ({@link #step}, {@link #finish}, {@link #record}), whose retries differ.
+   */
+  #quietAfter(error: unknown): boolean {
+    if (error instanceof NotLeaderError) {
+      this.#fenced = true;
+      this.#poke();
+      return true;
+    }
+    return this.#loop.ended;
   }
 
   /** Waits until poked (a slot queued, the leadership ended), or `ms` when given. */
