@@ -254,8 +254,37 @@ export class ElectionService {
     const programs = locked ? undefined : this.#programsFor(dataSource, session);
     if (programs) return programs.elect(ns, id, expire, fields);
     const store = storeOf(contextOf(dataSource));
-    const { electInOneStatement } = store;
     const joined = runnerOf(session)?.isTransactionActive === true;
+    const { renewInOneStatement } = store;
+    if (!renewInOneStatement) return this.#electDecided(dataSource, session, store, ns, id, expire, fields, joined, locked);
+    // MariaDB and PostgreSQL: a leader renews in one statement of its own, under the term it last
+    // led under (the statement checks it, see their `renew.ts`), outside a caller's transaction;
+    // anything that statement does not renew (it wrote nothing) is decided as any call is.
+    const leading = this.#leadingTerms(dataSource);
+    const began = performance.now();
+    const term = joined || locked ? undefined : leading.renewable(ns, id, expire, began);
+    const renewed = term === undefined ? undefined : await withManager(dataSource, session, (m) => renewInOneStatement(m, ns, id, term, expire, fields));
+    const outcome = renewed ? { ns, ...renewed } : await this.#electDecided(dataSource, session, store, ns, id, expire, fields, joined, locked);
+    leading.observe(outcome, began);
+    return outcome;
+  }
+
+  /**
+   * `elect` decided whole: PostgreSQL's one statement for an existing namespace, else (and when
+   * that statement keeps finding the row changed hands) in a transaction.
+   */
+  async #electDecided(
+    dataSource: DataSource,
+    session: Session | undefined,
+    store: ElectionStore,
+    ns: string,
+    id: string,
+    expire: number,
+    fields: CandidateFields,
+    joined: boolean,
+    locked: boolean,
+  ): Promise<ElectOutcome> {
+    const { electInOneStatement } = store;
     if (electInOneStatement && !locked) {
       // PostgreSQL, existing namespace: one round trip, and the leader row is locked for one
       // statement's execution instead of four round trips (what queues concurrent candidates);
@@ -269,17 +298,7 @@ export class ElectionService {
         if (decision !== 'stale') return { ns, ...decision };
       }
     }
-    const { renewInOneStatement } = store;
-    if (!renewInOneStatement) return this.#electInTransaction(dataSource, session, store, ns, id, expire, fields, joined, locked);
-    // MariaDB: a leader renews in one autocommit statement, under the term it last led under (the
-    // statement checks it); anything that statement does not renew goes the locked path.
-    const leading = this.#leadingTerms(dataSource);
-    const began = performance.now();
-    const term = joined || locked ? undefined : leading.renewable(ns, id, expire, began);
-    const renewed = term === undefined ? undefined : await withManager(dataSource, session, (m) => renewInOneStatement(m, ns, id, term, expire, fields));
-    const outcome = renewed ? { ns, ...renewed } : await this.#electInTransaction(dataSource, session, store, ns, id, expire, fields, joined, locked);
-    leading.observe(outcome, began);
-    return outcome;
+    return this.#electInTransaction(dataSource, session, store, ns, id, expire, fields, joined, locked);
   }
 
   /** The terms this process last saw each namespace led under (what a one-statement renewal checks). */

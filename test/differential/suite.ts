@@ -22,7 +22,7 @@ export interface SuiteOptions {
   /** The open defect this configuration reproduces: the whole run is skipped while it is open. */
   defect?: number;
   /**
-   * MariaDB: at least this many leader renewals of the sequential schedules must have taken the
+   * MariaDB, PostgreSQL: at least this many leader renewals of the sequential schedules must have taken the
    * one-statement path, so that the run is evidence about that path and not only about the others.
    */
   minOneStatementRenewals?: number;
@@ -48,7 +48,7 @@ export function differentialSuite(db: TestDatabase, options: SuiteOptions): void
     async () => {
       oneStatementRenewals.count = 0;
       await checkSchedules(world, capabilitiesOf(world, db.kind, options.caps), { numRuns: options.sequentialRuns, rounds: false }, 'sequential');
-      if (world.kind === 'mariadb') console.log(`${world.name} — sequential: ${oneStatementRenewals.count} leader renewal(s) in one statement`);
+      if (world.kind === 'mariadb' || world.kind === 'postgres') console.log(`${world.name} — sequential: ${oneStatementRenewals.count} leader renewal(s) in one statement`);
       if (options.minOneStatementRenewals !== undefined) expect(oneStatementRenewals.count).toBeGreaterThanOrEqual(options.minOneStatementRenewals);
     },
     TIMEOUT_MS,

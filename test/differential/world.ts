@@ -218,11 +218,12 @@ function electObserved(o: { leaderId: string | null; term: number; isLeader: boo
 }
 
 /**
- * MariaDB's leader renewals that took the one-statement path (`databases/mysql/renew.ts`): the
- * call sent that statement and nothing else. Exact in sequential schedules (one call at a time).
+ * Leader renewals that took the one-statement path (`databases/mysql/renew.ts`,
+ * `databases/postgres/renew.ts`): the call sent that statement and nothing else. Exact in
+ * sequential schedules (one call at a time).
  */
 export const oneStatementRenewals = { count: 0 };
-const ONE_STATEMENT_RENEWAL = /^SET STATEMENT innodb_lock_wait_timeout = 0, lock_wait_timeout = 0 FOR\s+UPDATE/;
+const ONE_STATEMENT_RENEWAL = /^(SET STATEMENT innodb_lock_wait_timeout = 0, lock_wait_timeout = 0 FOR\s+UPDATE|WITH locked AS \(\s+SELECT ns, lease_expires_at FROM)/;
 
 export async function elect(p: Process, ns: string, id: string, spec: FieldsSpec, via: ElectPath, session?: QueryRunner): Promise<Observed> {
   const before = p.logger.sent;

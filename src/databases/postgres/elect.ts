@@ -6,6 +6,7 @@ import type { ElectDecision } from '../../election/rows';
 import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
 import type { ElectMembers, ElectParts, SharedStore } from '../contract/store';
 import { leaseAnnouncement } from './announce';
+import { createPostgresRenew } from './renew';
 
 /**
  * PostgreSQL's members of the single-namespace election (see `election/store.ts` for the shared
@@ -237,6 +238,9 @@ SELECT COUNT(*) AS n FROM renewed`,
         databaseNow: d.parseInstant(row.db_now) as Date,
       };
     },
+
+    /** A leader's renewal in one statement that sends only what a renewal needs (see `renew.ts`). */
+    renewInOneStatement: createPostgresRenew(shared),
 
     /** Announces a lease change to LISTENers (delivered when the transaction commits). */
     async announce(m: EntityManager, change: LeaseChange): Promise<void> {
