@@ -118,6 +118,21 @@ function toInfo(row: LeaderRow): LeaderInfo {
  */
 const ONE_STATEMENT_ATTEMPTS = 3;
 
+/** One `elect` call's checked arguments and what its path depends on, as the paths below take them. */
+interface ElectCall {
+  readonly dataSource: DataSource;
+  readonly session: Session | undefined;
+  readonly store: ElectionStore;
+  readonly ns: string;
+  readonly id: string;
+  readonly expire: number;
+  readonly fields: CandidateFields;
+  /** The call runs in the caller's transaction. */
+  readonly joined: boolean;
+  /** The test hook of `paths.ts`: the locked path only. */
+  readonly locked: boolean;
+}
+
 /** A follower's outcome: the lease of `row` is unexpired and held by someone else. */
 function followerOutcome(ns: string, row: LeaderRow, wasRegistered: boolean): ElectOutcome {
   return { ns, leaderId: row.leaderId, term: row.term, isLeader: false, acquired: false, handOver: false, wasRegistered, databaseNow: row.now };
@@ -255,8 +270,9 @@ export class ElectionService {
     if (programs) return programs.elect(ns, id, expire, fields);
     const store = storeOf(contextOf(dataSource));
     const joined = runnerOf(session)?.isTransactionActive === true;
+    const call: ElectCall = { dataSource, session, store, ns, id, expire, fields, joined, locked };
     const { renewInOneStatement } = store;
-    if (!renewInOneStatement) return this.#electDecided(dataSource, session, store, ns, id, expire, fields, joined, locked);
+    if (!renewInOneStatement) return this.#electDecided(call);
     // MariaDB and PostgreSQL: a leader renews in one statement of its own, under the term it last
     // led under (the statement checks it, see their `renew.ts`), outside a caller's transaction;
     // anything that statement does not renew (it wrote nothing) is decided as any call is.
@@ -264,7 +280,7 @@ export class ElectionService {
     const began = performance.now();
     const term = joined || locked ? undefined : leading.renewable(ns, id, expire, began);
     const renewed = term === undefined ? undefined : await withManager(dataSource, session, (m) => renewInOneStatement(m, ns, id, term, expire, fields));
-    const outcome = renewed ? { ns, ...renewed } : await this.#electDecided(dataSource, session, store, ns, id, expire, fields, joined, locked);
+    const outcome = renewed ? { ns, ...renewed } : await this.#electDecided(call);
     leading.observe(outcome, began);
     return outcome;
   }
@@ -273,17 +289,8 @@ export class ElectionService {
    * `elect` decided whole: PostgreSQL's one statement for an existing namespace, else (and when
    * that statement keeps finding the row changed hands) in a transaction.
    */
-  async #electDecided(
-    dataSource: DataSource,
-    session: Session | undefined,
-    store: ElectionStore,
-    ns: string,
-    id: string,
-    expire: number,
-    fields: CandidateFields,
-    joined: boolean,
-    locked: boolean,
-  ): Promise<ElectOutcome> {
+  async #electDecided(call: ElectCall): Promise<ElectOutcome> {
+    const { dataSource, session, store, ns, id, expire, fields, joined, locked } = call;
     const { electInOneStatement } = store;
     if (electInOneStatement && !locked) {
       // PostgreSQL, existing namespace: one round trip, and the leader row is locked for one
@@ -298,7 +305,7 @@ export class ElectionService {
         if (decision !== 'stale') return { ns, ...decision };
       }
     }
-    return this.#electInTransaction(dataSource, session, store, ns, id, expire, fields, joined, locked);
+    return this.#electInTransaction(call);
   }
 
   /** The terms this process last saw each namespace led under (what a one-statement renewal checks). */
@@ -309,17 +316,8 @@ export class ElectionService {
   }
 
   /** `elect` in a transaction: the MySQL follower's read first where it applies, else the locked path. */
-  #electInTransaction(
-    dataSource: DataSource,
-    session: Session | undefined,
-    store: ElectionStore,
-    ns: string,
-    id: string,
-    expire: number,
-    fields: CandidateFields,
-    joined: boolean,
-    locked: boolean,
-  ): Promise<ElectOutcome> {
+  #electInTransaction(call: ElectCall): Promise<ElectOutcome> {
+    const { dataSource, session, store, ns, id, expire, fields, joined, locked } = call;
     return inTransaction(dataSource, session, async (m) => {
       // MySQL follower fast path (see `store.followerReadsFirst`): only in a transaction of our
       // own, whose first consistent read is current; a caller's may hold an older snapshot.

@@ -1,11 +1,12 @@
 import type { EntityManager } from 'typeorm';
 import { execute, executeBound } from '../../db/session';
-import { prepare, PreparedSql, raw, RawSql, slot, sql, SqlFragment } from '../../db/sql';
+import { prepare, raw, RawSql, slot, sql, SqlFragment } from '../../db/sql';
 import type { LeaseChange } from '../../election/observe/listen-options';
 import type { ElectDecision } from '../../election/rows';
 import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
 import type { ElectMembers, ElectParts, SharedStore } from '../contract/store';
 import { leaseAnnouncement } from './announce';
+import { preparedByFields } from './by-fields';
 import { createPostgresRenew } from './renew';
 
 /**
@@ -16,30 +17,20 @@ import { createPostgresRenew } from './renew';
 export const postgresElect: ElectParts = { create: createPostgresElect };
 
 function createPostgresElect(shared: SharedStore): ElectMembers {
-  const { context, candidates, leaders, history, fieldColumns, bool } = shared;
+  const { context, candidates, leaders, history, bool } = shared;
   const d = context.dialect;
   const announcement = leaseAnnouncement(context);
 
   /**
-   * The text of {@link electInOneStatement}, rendered once per combination of the
-   * candidate options a call gives (which columns the candidate upsert writes) and kept: a call
-   * only binds its values (`ns`, `id`, `expire`, and the options). The same text on every call
-   * is also what lets it run as a named prepared statement (planned once per connection).
+   * The text of {@link electInOneStatement}, rendered once per combination of the candidate
+   * options a call gives (see `by-fields.ts`): a call only binds its values (`ns`, `id`,
+   * `expire`, and the options), and runs as a named prepared statement.
    */
-  const electStatements = new Map<number, PreparedSql>();
-  function electStatement(fields: CandidateFields): PreparedSql {
-    const key = (fields.metadataJson !== undefined ? 1 : 0) | (fields.priority !== undefined ? 2 : 0) | (fields.eligible !== undefined ? 4 : 0);
-    let prepared = electStatements.get(key);
-    if (prepared) return prepared;
-    const names = fieldColumns(fields).names;
-    const columns = raw(names.map((name) => `, ${name}`).join(''));
-    let values = sql``;
-    for (const name of names) values = sql`${values}, ${slot(name)}`;
-    const updated = raw(names.map((name) => `, ${name} = EXCLUDED.${name}`).join(''));
+  const electStatement = preparedByFields(shared, ({ columns, values, updated }) => {
     const ns = sql`CAST(${slot('ns')} AS varchar)`;
     const me = sql`CAST(${slot('id')} AS varchar)`;
     const later = sql`(clock_timestamp() + make_interval(secs => ${slot('expire')}))`;
-    prepared = prepare(
+    return prepare(
       sql`WITH peek AS MATERIALIZED (
   -- The leader row as the statement's snapshot shows it, without a lock, and the clock read
   -- right after that snapshot was taken.
@@ -110,9 +101,7 @@ FROM locked LEFT JOIN decided ON true LEFT JOIN lease ON true`,
       d.placeholders,
       'gemstone_elect',
     );
-    electStatements.set(key, prepared);
-    return prepared;
-  }
+  });
 
   return {
     /**

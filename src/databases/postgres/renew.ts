@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { executeBound } from '../../db/session';
-import { prepare, PreparedSql, raw, slot, sql } from '../../db/sql';
+import { prepare, raw, slot, sql } from '../../db/sql';
+import { preparedByFields } from './by-fields';
 import type { ElectDecision } from '../../election/rows';
 import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
 import type { RenewInOneStatement, SharedStore } from '../contract/store';
@@ -30,24 +31,15 @@ import type { RenewInOneStatement, SharedStore } from '../contract/store';
  *   leader row, then the candidate row.
  */
 export function createPostgresRenew(shared: SharedStore): RenewInOneStatement {
-  const { context, candidates, leaders, fieldColumns, bool } = shared;
+  const { context, candidates, leaders, bool } = shared;
   const d = context.dialect;
 
-  /** Rendered once per combination of the candidate options given (the columns `touch` writes), as `elect.ts` does. */
-  const statements = new Map<number, PreparedSql>();
-  function statement(fields: CandidateFields): PreparedSql {
-    const key = (fields.metadataJson !== undefined ? 1 : 0) | (fields.priority !== undefined ? 2 : 0) | (fields.eligible !== undefined ? 4 : 0);
-    let prepared = statements.get(key);
-    if (prepared) return prepared;
-    const names = fieldColumns(fields).names;
-    const columns = raw(names.map((name) => `, ${name}`).join(''));
-    let values = sql``;
-    for (const name of names) values = sql`${values}, ${slot(name)}`;
-    const updated = raw(names.map((name) => `, ${name} = EXCLUDED.${name}`).join(''));
+  /** Rendered once per combination of the candidate options given (the columns `touch` writes: see `by-fields.ts`). */
+  const statement = preparedByFields(shared, ({ columns, values, updated }) => {
     const ns = sql`CAST(${slot('ns')} AS varchar)`;
     const me = sql`CAST(${slot('id')} AS varchar)`;
     const later = sql`(clock_timestamp() + make_interval(secs => ${slot('expire')}))`;
-    prepared = prepare(
+    return prepare(
       sql`WITH locked AS (
   SELECT ns, lease_expires_at FROM ${leaders} WHERE ns = ${ns} AND leader_id = ${me} AND term = CAST(${slot('term')} AS bigint) FOR UPDATE
 ), judged AS MATERIALIZED (
@@ -72,9 +64,7 @@ SELECT (SELECT NOT inserted FROM touch) AS registered, ${d.instant(d.now.text)} 
       d.placeholders,
       'gemstone_renew',
     );
-    statements.set(key, prepared);
-    return prepared;
-  }
+  });
 
   return async (m: EntityManager, ns: string, id: string, term: number, expireSeconds: number, fields: CandidateFields = {}): Promise<ElectDecision | undefined> => {
     let row: Record<string, unknown> | undefined;
