@@ -479,6 +479,22 @@ describe('chaos checker', () => {
     expect(failed(runFull(renewed))).toEqual([]);
   });
 
+  test('(j) …or at its lease\'s end where a vacate decided before that end committed after it', () => {
+    // C's stop unregisters it at T0 + 3900 (the history's end of term 3), 15 ms before its lease
+    // ends; the transaction commits after that end, so the slow watcher saw the lease lapse first.
+    const vacate = (watcherAt: number) => {
+      const input = handOver();
+      input.rows.find((r) => r.kind === 'grant' && r.term === 3)!.leaseUntil = T0 + 3915;
+      input.watches[1]!.changes.find((c) => c.term === 3 && c.leaderId === null)!.at = watcherAt;
+      return input;
+    };
+    expect(failed(runFull(vacate(T0 + 3915)))).toEqual([]);
+    // Dated neither at the vacate nor at the lease's end: the watcher's error.
+    expect(failed(runFull(vacate(T0 + 3930)))).toEqual(['j']);
+    // Before the vacate: never.
+    expect(failed(runFull(vacate(T0 + 3880)))).toEqual(['j']);
+  });
+
   test('(j) …or where the renewal committed after the lapse and its lease ran out, its holder frozen and demoted late', () => {
     // Term 1's first lease ends at T0 + 2000; the renewal to T0 + 2600 committed only after that
     // (its client froze between the UPDATE and the COMMIT, the row locked): a watcher dated the
