@@ -2,8 +2,14 @@ import { PreparedSql, raw, RawSql, slot, sql, SqlFragment } from '../../db/sql';
 import type { CandidateFields } from '../../election/validate';
 import type { SharedStore } from '../contract/store';
 
-/** The parts of a candidate upsert that depend on which options a call gives. */
+/** What PostgreSQL's `elect` statements share: the call's slots, and the parts of the candidate upsert that depend on which options a call gives. */
 export interface TouchColumns {
+  /** The namespace (slot `ns`). */
+  readonly ns: SqlFragment;
+  /** The caller's id (slot `id`). */
+  readonly me: SqlFragment;
+  /** The new lease's (and heartbeat's) end: `clock_timestamp()` plus slot `expire` seconds. */
+  readonly later: SqlFragment;
   /** `, metadata, priority` …: the option columns after the fixed ones. */
   readonly columns: RawSql;
   /** Their values, as slots named by the column (`metadata`, `priority`, `eligible`). */
@@ -28,6 +34,9 @@ export function preparedByFields(shared: SharedStore, render: (touch: TouchColum
       let values = sql``;
       for (const name of names) values = sql`${values}, ${slot(name)}`;
       prepared = render({
+        ns: sql`CAST(${slot('ns')} AS varchar)`,
+        me: sql`CAST(${slot('id')} AS varchar)`,
+        later: sql`(clock_timestamp() + make_interval(secs => ${slot('expire')}))`,
         columns: raw(names.map((name) => `, ${name}`).join('')),
         values,
         updated: raw(names.map((name) => `, ${name} = EXCLUDED.${name}`).join('')),

@@ -3,10 +3,11 @@ import { execute, executeBound } from '../../db/session';
 import { prepare, raw, RawSql, slot, sql, SqlFragment } from '../../db/sql';
 import type { LeaseChange } from '../../election/observe/listen-options';
 import type { ElectDecision } from '../../election/rows';
-import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
+import type { CandidateFields } from '../../election/validate';
 import type { ElectMembers, ElectParts, SharedStore } from '../contract/store';
 import { leaseAnnouncement } from './announce';
 import { preparedByFields } from './by-fields';
+import { standingOf } from './standing';
 import { createPostgresRenew } from './renew';
 
 /**
@@ -26,10 +27,7 @@ function createPostgresElect(shared: SharedStore): ElectMembers {
    * options a call gives (see `by-fields.ts`): a call only binds its values (`ns`, `id`,
    * `expire`, and the options), and runs as a named prepared statement.
    */
-  const electStatement = preparedByFields(shared, ({ columns, values, updated }) => {
-    const ns = sql`CAST(${slot('ns')} AS varchar)`;
-    const me = sql`CAST(${slot('id')} AS varchar)`;
-    const later = sql`(clock_timestamp() + make_interval(secs => ${slot('expire')}))`;
+  const electStatement = preparedByFields(shared, ({ ns, me, later, columns, values, updated }) => {
     return prepare(
       sql`WITH peek AS MATERIALIZED (
   -- The leader row as the statement's snapshot shows it, without a lock, and the clock read
@@ -54,13 +52,7 @@ function createPostgresElect(shared: SharedStore): ElectMembers {
 ), ranked AS (
   SELECT seen.*, (seen.live AND seen.leader_id = ${me}) AS renewing, st.registered, st.eligible,
     COALESCE(st.rival_priority > st.priority, false) AS outranked
-  FROM seen CROSS JOIN LATERAL (
-    SELECT COALESCE(bool_or(c.candidate_id = ${me}), false) AS registered,
-      COALESCE(CAST(${slot('eligible')} AS boolean), bool_or(c.eligible) FILTER (WHERE c.candidate_id = ${me}), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
-      COALESCE(CAST(${slot('priority')} AS integer), max(c.priority) FILTER (WHERE c.candidate_id = ${me}), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
-      max(c.priority) FILTER (WHERE c.candidate_id <> ${me} AND c.eligible AND c.expires_at > clock_timestamp()) AS rival_priority
-    FROM ${candidates} c WHERE c.ns = seen.ns
-  ) st
+  FROM seen ${standingOf(candidates, 'seen', me)}
 ), decided AS (
   SELECT ns, leader_id, term, lease_expires_at, live, renewing, registered, (renewing OR (NOT live AND eligible AND NOT outranked)) AS takes,
     (renewing AND (NOT eligible OR outranked)) AS hand_over

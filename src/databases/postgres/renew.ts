@@ -1,9 +1,10 @@
 import type { EntityManager } from 'typeorm';
 import { executeBound } from '../../db/session';
-import { prepare, raw, slot, sql } from '../../db/sql';
+import { prepare, slot, sql } from '../../db/sql';
 import { preparedByFields } from './by-fields';
+import { standingOf } from './standing';
 import type { ElectDecision } from '../../election/rows';
-import { CandidateFields, DEFAULT_ELIGIBLE, DEFAULT_PRIORITY } from '../../election/validate';
+import type { CandidateFields } from '../../election/validate';
 import type { RenewInOneStatement, SharedStore } from '../contract/store';
 
 /**
@@ -23,7 +24,7 @@ import type { RenewInOneStatement, SharedStore } from '../contract/store';
  *   was granted — also when the lock's holder left the row as it was (a fenced transaction's
  *   `FOR SHARE` held past the lease's end): the lease must be live then. The caller must be
  *   eligible and not outranked by a live eligible rival, by the options given or as stored
- *   (defaults for a missing row), as in the whole statement's `ranked`; the candidates are read
+ *   (defaults for a missing row), by the same `standing.ts` as the whole statement's `ranked`; the candidates are read
  *   from the statement's snapshot there as here.
  * - `lease` renews while the lease is still live at the write (a lease that ran out in between is
  *   left to the whole `elect`, which takes it as term + 1), and `touch` heartbeats the caller as
@@ -35,20 +36,12 @@ export function createPostgresRenew(shared: SharedStore): RenewInOneStatement {
   const d = context.dialect;
 
   /** Rendered once per combination of the candidate options given (the columns `touch` writes: see `by-fields.ts`). */
-  const statement = preparedByFields(shared, ({ columns, values, updated }) => {
-    const ns = sql`CAST(${slot('ns')} AS varchar)`;
-    const me = sql`CAST(${slot('id')} AS varchar)`;
-    const later = sql`(clock_timestamp() + make_interval(secs => ${slot('expire')}))`;
+  const statement = preparedByFields(shared, ({ ns, me, later, columns, values, updated }) => {
     return prepare(
       sql`WITH locked AS (
   SELECT ns, lease_expires_at FROM ${leaders} WHERE ns = ${ns} AND leader_id = ${me} AND term = CAST(${slot('term')} AS bigint) FOR UPDATE
 ), judged AS MATERIALIZED (
-  SELECT k.ns FROM locked k CROSS JOIN LATERAL (
-    SELECT COALESCE(CAST(${slot('eligible')} AS boolean), bool_or(c.eligible) FILTER (WHERE c.candidate_id = ${me}), ${raw(String(DEFAULT_ELIGIBLE))}) AS eligible,
-      COALESCE(CAST(${slot('priority')} AS integer), max(c.priority) FILTER (WHERE c.candidate_id = ${me}), ${raw(String(DEFAULT_PRIORITY))}) AS priority,
-      max(c.priority) FILTER (WHERE c.candidate_id <> ${me} AND c.eligible AND c.expires_at > clock_timestamp()) AS rival_priority
-    FROM ${candidates} c WHERE c.ns = k.ns
-  ) st
+  SELECT k.ns FROM locked k ${standingOf(candidates, 'k', me)}
   WHERE k.lease_expires_at > clock_timestamp() AND st.eligible AND NOT COALESCE(st.rival_priority > st.priority, false)
 ), lease AS (
   UPDATE ${leaders} AS l SET lease_expires_at = ${later}, updated_at = clock_timestamp()
