@@ -44,8 +44,14 @@ async function main() {
       out('run', { name, slot, term: run.lease.term, attempt: run.attempt });
       if (config.jobDelayMs) await new Promise((resolve) => setTimeout(resolve, config.jobDelayMs));
       try {
-        await run.transaction((manager) => manager.query(insert, [config.ns, name, slot, run.lease.term, elector.candidateId]));
-        out('committed', { name, slot, term: run.lease.term });
+        let wroteAt = 0;
+        await run.transaction(async (manager) => {
+          wroteAt = realNow();
+          await manager.query(insert, [config.ns, name, slot, run.lease.term, elector.candidateId]);
+        });
+        // wroteAt: when its transaction ran the insert (this host's real clock), for a test that
+        // tells a job written before a pause from one written after it.
+        out('committed', { name, slot, term: run.lease.term, wroteAt });
       } catch (error) {
         out('rolled-back', { name, slot, term: run.lease.term, error: error.name });
         throw error;
