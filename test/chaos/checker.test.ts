@@ -266,6 +266,41 @@ describe('chaos checker', () => {
     expect(failed(run(withGap(1040).rows, withGap(1040).events, [old], margin))).toEqual(['d']);
   });
 
+  test('(d) the workers\' measured ticks widen the bound: twice the longest tick near the gap + the most a tick started late, no more', () => {
+    // Term 1's lease ends at T0 + 2600; term 2 is granted 1,500 ms later, beyond tick 733 + margin 300.
+    const input = () => {
+      const x = clean();
+      for (const r of x.rows.slice(4)) r.at += 1100;
+      x.rows[4]!.leaseUntil = x.rows[4]!.at + LEASE;
+      for (const e of x.events.filter((y) => y['slot'] === 1 && y['ev'] !== 'start')) {
+        for (const k of ['t', 'at']) if (typeof e[k] === 'number') e[k] = (e[k] as number) + 1100;
+      }
+      return x;
+    };
+    const margin = { slackMs: 300 };
+    const tick = (slot: number, end: number, ms: number) => ({ t: end, ev: 'tick', slot, incarnation: 1, ms, failed: false });
+    const gapOf = (events: Array<Record<string, unknown>>) => {
+      const { rows } = input();
+      return run(rows, events, [], margin);
+    };
+    // Quick ticks (20 ms, on time) explain nothing.
+    const quick = [...input().events, tick(1, T0 + 2000, 20), tick(1, T0 + 2720, 20), tick(1, T0 + 3440, 20), tick(1, T0 + 4100, 20)];
+    expect(failed(gapOf(quick))).toEqual(['d']);
+    // The follower's tick in flight at the lease's end took 200 ms and the taking one 200 ms:
+    // 1,033 + 2 × 200 = 1,433 < 1,500 still fails; 250 ms ticks (1,533) explain it.
+    const slowBy = (ms: number) => [...input().events, tick(1, T0 + 2700, ms), tick(1, T0 + 2700 + 700 + ms, ms)];
+    expect(failed(gapOf(slowBy(200)))).toEqual(['d']);
+    const explained = gapOf(slowBy(250));
+    expect(failed(explained)).toEqual([]);
+    expect(explained.gaps.find((g) => g.end - g.start > 1400)!.allowed).toBe(733 + 300 + 500);
+    // A timer that fired 500 ms late: its tick started 733 + 500 ms after the previous one ended.
+    const late = [...input().events, tick(1, T0 + 2500, 10), tick(1, T0 + 2500 + 733 + 500 + 10, 10)];
+    expect(failed(gapOf(late))).toEqual([]);
+    // Ticks far from the gap explain nothing.
+    const far = [...input().events, tick(1, T0 - 2000, 900), tick(1, T0 + 9000, 900)];
+    expect(failed(gapOf(far))).toEqual(['d']);
+  });
+
   test('(d) the first term must be granted within start-up + a tick of the first worker\'s start', () => {
     const startedAt = (ms: number) => {
       const input = clean(); // first grant at T0

@@ -178,6 +178,8 @@ async function main() {
     onStoppedLeading: (/** @type {import('gemstone-utils').Lease} */ lease) => log('cb-stopped', leaseTag(lease)),
   };
 
+  // Every tick's duration, for check (d): a slow machine's ticks widen its leaderless bound.
+  const logTick = (/** @type {{ durationSeconds: number, error: unknown }} */ tick) => log('tick', { ms: Math.round(tick.durationSeconds * 1000), failed: tick.error !== null });
   // Group mode: every event names its namespace (the checker splits the logs by it).
   const group = namespaces ? new LeaderElectorGroup({ dataSource: electorDs, namespaces, candidateId, expireSeconds: leaseSeconds, priority, eligible, balance, ...callbacks }) : undefined;
   const single = namespaces ? undefined : new LeaderElector({ dataSource: electorDs, ns, candidateId, expireSeconds: leaseSeconds, priority, eligible, ...callbacks });
@@ -188,6 +190,7 @@ async function main() {
     group.on('leader', (/** @type {string} */ leaderNs, /** @type {string | null} */ leaderId, /** @type {number | null} */ term) => log('leader', { ns: leaderNs, leaderId, term }));
     group.on('tick', (tick) => {
       if (tick.error === null) tickAt = Date.now();
+      logTick(tick);
     });
   } else if (single) {
     single.on('elected', (lease) => log('elected', leaseTag(lease)));
@@ -195,6 +198,7 @@ async function main() {
     single.on('leader', (leaderId, term) => log('leader', { leaderId, term }));
     single.on('tick', (tick) => {
       if (tick.outcome === 'acquired' || tick.outcome === 'renewed') tickAt = Date.now();
+      logTick(tick);
     });
   }
   /**
