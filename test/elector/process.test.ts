@@ -121,6 +121,7 @@ describeEachDatabase(
       }
       await next.waitFor('the new leader to work', (l) => l.event === 'work-done' && l.term === elected.term);
       await sleep(Math.max(0, pausedAt + LEASE_MS + 500 - Date.now()));
+      const resumedAt = Date.now();
       stale.signal('SIGCONT');
 
       const staleWrite = await stale.waitFor('the deliberate stale write', (l) => l.event === 'stale-write', 10_000, mark);
@@ -130,7 +131,11 @@ describeEachDatabase(
         // surfaced inside a caller's transaction, not retried): rejected all the same.
         expect(`${db.kind}: ${String(staleWrite.message)}`).toMatch(/^sqlite: .*(SQLITE_BUSY|database is locked)/);
       }
-      const afterResume = stale.lines.slice(mark);
+      // What it did after the resume, by when it wrote each line (this host's clock), not by when
+      // the line was read here: a line written before the pause may still have been in the pipe
+      // at the mark (seen under load: a 'work' line of before the pause read after it). The pause
+      // lasted a lease: half of it parts before from after.
+      const afterResume = stale.lines.filter((l) => l.t > (pausedAt + resumedAt) / 2);
       const firstDemoted = afterResume.findIndex((l) => l.event === 'demoted');
       const firstWork = afterResume.findIndex((l) => l.event === 'work');
       // Which news reaches it first after the resume is the event loop's choice: its own overdue
