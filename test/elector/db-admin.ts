@@ -91,6 +91,8 @@ export async function lockWaiters(db: TestDatabase, admin: AdminConnection): Pro
   const rows =
     db.kind === 'postgres'
       ? await admin.query("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
-      : await admin.query("SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'");
+      : await admin.query(
+          "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()",
+        );
   return Number(rows[0]!.n);
 }

@@ -10,6 +10,7 @@ import type { LeaderElectorGroup } from 'gemstone-utils';
 import { describeEachDatabase, query, sleep } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 import { GroupEvent, namespaces, recordingGroup, waitFor } from './helpers';
+import { adminConnection, lockWaiters } from '../elector/db-admin';
 
 const EXPIRE = 3;
 const INTERVAL = 300;
@@ -110,7 +111,23 @@ describeEachDatabase(
       for (const ns of names) {
         await runner.query(`SELECT ns FROM gemstone_election_candidate WHERE ns = ${p(1)} AND candidate_id = ${p(2)} FOR UPDATE`, [ns, g.candidateId]);
       }
-      await sleep(lease * 1000 + 1200);
+      // Held until the renewal a blocked tick wrote (before it waited on these rows) has run out
+      // too. PostgreSQL: the tick waits without a bound, so from the moment it is seen waiting, a
+      // lease and a margin (a fixed sleep from the lock let a tick that a loaded machine sent late
+      // renew past the release: term 1 then never lapsed in the database, and electing it again
+      // was legitimate). MariaDB bounds the tick's wait (max_statement_time): an attempt that
+      // renewed is rolled back long before the release, and later ones find the lease lapsed.
+      let releaseAt = Date.now() + lease * 1000 + 1200;
+      if (db.kind === 'postgres') {
+        const admin = await adminConnection(db);
+        try {
+          await waitFor('the group\'s tick to wait on the candidate rows', async () => (await lockWaiters(db, admin)) > 0, 30_000);
+          releaseAt = Math.max(releaseAt, Date.now() + lease * 1000 + 700);
+        } finally {
+          await admin.close();
+        }
+      }
+      await sleep(Math.max(0, releaseAt - Date.now()));
       await runner.commitTransaction();
       const released = events.length;
       await waitFor('the group leads again', () => names.every((ns) => g.isLeader(ns)), 10_000);
