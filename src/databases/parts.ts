@@ -12,6 +12,7 @@ import type { ProgramsPart } from './contract/programs';
 import type { RunProgramsPart } from './contract/run-programs';
 import type { ElectParts } from './contract/store';
 import type { CancellableReads } from './contract/cancellable-reads';
+import type { GuardParts } from './contract/guards';
 
 /**
  * What each database does differently above plain SQL — its elect, group tick, schema, pruning,
@@ -49,6 +50,8 @@ export interface DatabaseParts {
    * dashboard's reads); absent where a read cannot wait without a bound (SQLite).
    */
   readonly cancellableReads?: CancellableReads;
+  /** Guarded tables: the proof the fence records and the triggers that check it (PostgreSQL); absent where not built. */
+  readonly guards?: GuardParts;
 }
 
 const registered = new Map<Dialect, DatabaseParts>();

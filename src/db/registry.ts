@@ -1,5 +1,6 @@
 import type { EntitySchema, MigrationInterface } from 'typeorm';
 import { ValidationError } from '../errors';
+import { guardTableMigration } from '../election/guards';
 
 /** An entity class (TypeORM `@Entity`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -103,6 +104,14 @@ export const GemstoneDB = Object.freeze({
   /** The registered migrations: a frozen copy, spread it into a DataSource's `migrations`. */
   get migrations(): readonly MigrationClass[] {
     return Object.freeze([...migrations]);
+  },
+  /**
+   * A migration that guards `table` for `options.ns` (default `"default"`) as
+   * `ElectionService.guardTable` does, and whose `down` removes the guard: call its `up`/`down`
+   * from a migration of your own. PostgreSQL; elsewhere `up` throws a ValidationError saying so.
+   */
+  guardTableMigration(table: string, options: { ns?: string; schema?: string } = {}): MigrationInterface {
+    return guardTableMigration(table, options);
   },
   /** @internal The DDL installers `initDb` runs when `createTables` is true. */
   get installers(): readonly TableInstaller[] {

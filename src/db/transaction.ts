@@ -2,6 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { ValidationError, shown } from '../errors';
 import { partsOf } from '../databases/parts';
 import { contextOf } from './context';
+import { asGuardRefusal } from './guard-refusal';
 import { DEFAULT_SQLITE_WAIT_MS } from './defaults';
 import { DEFAULT_CONFLICT_RETRIES, inTransaction } from './session';
 
@@ -31,6 +32,9 @@ export interface WithTransactionOptions {
  * throw `SessionRequiredError` at once (their own transaction could only start after this one).
  * `work` may run more than once: keep it to database work (or make its side effects idempotent),
  * or pass `{ conflictRetries: 0 }`.
+ *
+ * A write that a guarded table refused (`ElectionService.guardTable`: this transaction proved no
+ * live leadership of its namespace) rejects as `NotLeaderError`, the database's error its `cause`.
  */
 export function withTransaction<T>(
   dataSource: DataSource,
@@ -49,8 +53,13 @@ export function withTransaction<T>(
   if (typeof waitMs !== 'number' || !Number.isFinite(waitMs) || waitMs < 0) {
     return Promise.reject(new ValidationError('options.sqliteWaitMs', `must be a finite number of milliseconds >= 0 (got ${shown(waitMs)})`));
   }
-  // SQLite waits for the shared connection first (see `databases/sqlite/connection.ts`).
-  return partsOf(contextOf(dataSource)).session.withTransaction(dataSource, work, retries, waitMs);
+  // SQLite waits for the shared connection first (see `databases/sqlite/connection.ts`). A write a
+  // guarded table refused (its transaction proved no live leadership) leaves as NotLeaderError.
+  return partsOf(contextOf(dataSource))
+    .session.withTransaction(dataSource, work, retries, waitMs)
+    .catch((error: unknown) => {
+      throw asGuardRefusal(dataSource, error);
+    });
 }
 
 /**

@@ -60,10 +60,11 @@ export function fenceError(ns: string, row: LeaderRow | undefined, candidateId: 
  * the lease unexpired by the database clock of after the lock (under `term`, when given): the
  * verdict of {@link judgeFence}. Writes made after it in the same transaction can only commit
  * while the caller still leads. Returns the leader row as read under the lock (with the database
- * clock, `now`).
+ * clock, `now`). Where tables can be guarded, the passing fence is also the transaction's proof
+ * of leadership that their triggers check (`election/guards.ts`).
  */
 export async function fenceLeader(m: EntityManager, store: ElectionStore, ns: string, candidateId: string, term?: number): Promise<LeaderRow> {
-  const row = await store.lockLeader(m, ns, 'read');
+  const row = await store.lockLeaderToFence(m, ns, candidateId, term);
   const error = fenceError(ns, row, candidateId, term);
   if (error) throw error;
   // MySQL/MariaDB: the lock alone does not fence across Galera nodes; see `fencesByWriting`.

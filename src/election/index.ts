@@ -25,6 +25,7 @@ export {
 } from '../../migrations';
 export { ElectionService } from './service';
 export type { ElectionServiceOptions, LeaderInfo, CandidateInfo, CandidateCallOptions } from './service';
+export type { GuardedTable, GuardTableOptions, UnguardTableOptions } from './guards';
 export type { ElectOutcome } from './rows';
 export {
   defaultElectionService,

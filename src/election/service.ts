@@ -13,6 +13,7 @@ import type { ElectionPrograms } from '../databases/contract/programs';
 import { decide, ElectionStore, LeaderRow, storeOf } from './store';
 import type { CandidateInfo, ElectOutcome } from './rows';
 import { fenceLeader } from './fence';
+import { checkGuardTarget, GuardedTable, guardedTables, guardTable, GuardTableOptions, unguardTable, UnguardTableOptions } from './guards';
 import { runStatementsOf } from '../schedules/statements';
 import { checkRunsOptions, type GetRunsOptions } from '../schedules/validate';
 import type { ScheduledRunInfo } from '../schedules/runs-store';
@@ -568,4 +569,44 @@ export class ElectionService {
     }
     return this.#write(session, async (m, store) => toInfo(await fenceLeader(m, store, ns, id, term)));
   }
+
+  /**
+   * Makes the database itself refuse INSERT, UPDATE, DELETE and TRUNCATE on `table` (from this
+   * application, another program or a console alike) unless the writing transaction proved, in
+   * that same transaction, the live leadership of `options.ns`: by {@link assertLeader} with its
+   * `session`, or inside `ScheduledRun.transaction`. The trigger checks the proof against the
+   * leader row when the write happens (the term and holder the proof names, the lease unexpired
+   * by the database clock) and takes the fence's lock. A refused write fails with the database's
+   * error naming the table and the namespace; through `withTransaction` and
+   * `ScheduledRun.transaction` it rejects as {@link NotLeaderError}. Idempotent: guarding again
+   * replaces the guard (for another namespace too). PostgreSQL; elsewhere a ValidationError that
+   * says so. Nothing is changed when the table does not exist (a ValidationError naming it).
+   * DDL: it creates one trigger function per installation (next to the leader table) and one
+   * trigger on the table; the role needs the table's TRIGGER privilege and CREATE on that schema.
+   */
+  async guardTable(table: string, options?: GuardTableOptions): Promise<void> {
+    const dataSource = this.#resolve(sessionIn(options));
+    const { target, ns, session } = checkGuardTarget(contextOf(dataSource), table, options, []);
+    await guardTable(dataSource, session, target, ns);
+  }
+
+  /** Removes the guard of `table` (one call: writes are no longer checked); whether it had one. */
+  async unguardTable(table: string, options?: UnguardTableOptions): Promise<boolean> {
+    checkOptions(options, ['schema', 'session']);
+    const dataSource = this.#resolve(sessionIn(options));
+    const { target, session } = checkGuardTarget(contextOf(dataSource), table, options, []);
+    return unguardTable(dataSource, session, target);
+  }
+
+  /** Every table this installation guards, with its schema (PostgreSQL) and namespace; none where the database has no guards. */
+  async guardedTables(options?: { session?: Session }): Promise<GuardedTable[]> {
+    const checked = checkOptions(options, ['session']);
+    const session = checked.session as Session | undefined;
+    return guardedTables(this.#resolve(session), session);
+  }
+}
+
+/** The `session` of an options object, before the options are checked (they are, after the DataSource is known). */
+function sessionIn(options: unknown): Session | undefined {
+  return typeof options === 'object' && options !== null && 'session' in options ? ((options as { session?: Session }).session) : undefined;
 }

@@ -64,6 +64,12 @@ export interface ElectionStore {
       standing: Standing;
   } | undefined>;
   /**
+   * {@link lockLeader} in `read` mode for the fence of `candidateId` (under `term` when given):
+   * where the database has guarded tables, the same statement records the transaction's proof
+   * of that leadership when the locked row shows it (see `databases/contract/guards.ts`).
+   */
+  lockLeaderToFence(m: EntityManager, ns: string, candidateId: string, term: number | undefined): Promise<LeaderRow | undefined>;
+  /**
    * Whether `assertLeader` writes the leader row after its check (MySQL/MariaDB: what fences
    * across Galera nodes; the reason is in that folder's `touchLeader`).
    */

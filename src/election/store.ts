@@ -86,6 +86,13 @@ function leaderCalls(context: DbContext, t: ElectionTables, shared: SharedStore,
       const row = await members.lockLeader(m, ns, mode, writeLockHeld, standing);
       return row ? { row: toLeaderRow(t, row), standing: toStanding(row) } : undefined;
     },
+
+    async lockLeaderToFence(m: EntityManager, ns: string, candidateId: string, term: number | undefined): Promise<LeaderRow | undefined> {
+      // Where tables can be guarded, the same read records the transaction's proof (`contract/guards.ts`).
+      const proof = partsOf(context).guards?.proofColumns('l', candidateId, term) ?? raw('');
+      const row = await members.lockLeader(m, ns, 'read', false, proof);
+      return row ? toLeaderRow(t, row) : undefined;
+    },
     fencesByWriting: members.touchLeader !== undefined,
 
     async touchLeader(m: EntityManager, ns: string): Promise<void> {

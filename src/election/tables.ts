@@ -63,12 +63,20 @@ const MAX_IDENTIFIER_LENGTH = 63;
  * Beyond 63 bytes the table part is shortened and a hash of the full name keeps it unique.
  */
 export function objectName(kind: 'PK' | 'CHK' | 'IDX', table: string, suffix = ''): string {
-  const full = `${kind}_${table}${suffix}`;
+  return boundedName(`${kind}_${table}`, suffix);
+}
+
+/**
+ * `head` + `suffix` as one identifier of at most 63 bytes: beyond, `head` is shortened and a hash
+ * of the full name keeps it unique (the suffix is then dropped).
+ */
+export function boundedName(head: string, suffix = ''): string {
+  const full = `${head}${suffix}`;
   if (Buffer.byteLength(full) <= MAX_IDENTIFIER_LENGTH) return full;
   const hash = createHash('sha256').update(full).digest('hex').slice(0, 10);
-  let head = `${kind}_${table}`;
-  while (Buffer.byteLength(`${head}_${hash}`) > MAX_IDENTIFIER_LENGTH) head = head.slice(0, -1);
-  return `${head}_${hash}`;
+  let shortened = head;
+  while (Buffer.byteLength(`${shortened}_${hash}`) > MAX_IDENTIFIER_LENGTH) shortened = shortened.slice(0, -1);
+  return `${shortened}_${hash}`;
 }
 
 /**

@@ -14,6 +14,7 @@ import { POSTGRES_TYPES, postgresSetup } from './setup';
 import { postgresElect } from './elect';
 import { subscribeToLeaseChanges } from './listener';
 import { guardPoolErrors } from './pool-errors';
+import { postgresGuards } from './guard';
 
 registerDialect(POSTGRES_TYPES, postgresDialect);
 registerConnectionAdopter(POSTGRES_TYPES, guardPoolErrors);
@@ -29,5 +30,6 @@ registerParts(postgresDialect, {
   elect: postgresElect,
   notifications: { subscribe: subscribeToLeaseChanges },
   cancellableReads: postgresReads,
+  guards: postgresGuards,
 });
 registerTarget(postgresTarget);

@@ -1,0 +1,99 @@
+/**
+ * `npm run bench:guard-cost`: what a guarded table's trigger costs a writer on PostgreSQL
+ * (docs/fencing.md), beside the same writes to an unguarded twin.
+ *
+ * Every transaction runs as the library's fenced writes do: BEGIN, the leader's proof (its fence:
+ * `ElectionService.assertLeader` on a QueryRunner), the writes, COMMIT. Each case writes once to
+ * a guarded table and to its unguarded twin in turns of 50 transactions, 5 rounds of 1,000
+ * transactions each, on one connection; the median wall time per transaction:
+ * - `one row`: one single-row INSERT;
+ * - `ten statements`: ten single-row INSERTs (the trigger runs once per statement);
+ * - `1,000 rows`: one INSERT … SELECT of 1,000 rows (a batch: the trigger runs once).
+ * The ratio is the unguarded transaction's time ÷ the guarded one's (1.00×: no cost).
+ */
+import type { QueryRunner } from 'typeorm';
+import { BenchDatabase } from './lib/databases';
+import { candidateIds, openLibrary, service } from './lib/library';
+
+const ROUNDS = 5;
+const TRANSACTIONS = 1_000;
+const CHUNK = 50;
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+
+async function main(): Promise<void> {
+  const db = new BenchDatabase('postgres', 'guards');
+  await db.create();
+  const dataSource = await openLibrary(db);
+  const runner: QueryRunner = dataSource.createQueryRunner();
+  try {
+    const election = service(dataSource, 600);
+    const [leader] = candidateIds(1) as [string];
+    const ns = 'guarded';
+    await election.electOutcome(leader, { ns });
+    for (const table of ['plain', 'guarded']) await dataSource.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, note text NOT NULL)`);
+    await election.guardTable('guarded', { ns });
+
+    /** One fenced transaction writing `write` to `table`; it must commit (a refused write would measure nothing). */
+    const fenced = (write: (table: string) => Promise<unknown>) => (table: string) => async () => {
+      await runner.startTransaction();
+      try {
+        await election.assertLeader(leader, { ns, session: runner });
+        await write(table);
+        await runner.commitTransaction();
+      } catch (error) {
+        await runner.rollbackTransaction();
+        throw error;
+      }
+    };
+    const writes: Record<string, (table: string) => () => Promise<void>> = {
+      'one row': fenced((t) => runner.query(`INSERT INTO ${t} (note) VALUES ($1)`, ['x'])),
+      'ten statements': fenced(async (t) => {
+        for (let i = 0; i < 10; i++) await runner.query(`INSERT INTO ${t} (note) VALUES ($1)`, ['x']);
+      }),
+      '1,000 rows': fenced((t) => runner.query(`INSERT INTO ${t} (note) SELECT 'x' FROM generate_series(1, 1000)`)),
+    };
+    const lines = [
+      `PostgreSQL guarded table: wall µs per fenced transaction (median of ${ROUNDS} rounds of ${TRANSACTIONS}, one connection; 1,000-row batches: a tenth as many)`,
+      '',
+      '| writes per transaction | unguarded µs | guarded µs | unguarded ÷ guarded |',
+      '|---|---|---|---|',
+    ];
+    for (const [name, write] of Object.entries(writes)) {
+      const count = name === '1,000 rows' ? TRANSACTIONS / 10 : TRANSACTIONS;
+      const cases = { plain: write('plain'), guarded: write('guarded') };
+      for (const call of Object.values(cases)) for (let i = 0; i < 50; i++) await call(); // warm-up
+      const walls: Record<string, number[]> = { plain: [], guarded: [] };
+      for (let round = 0; round < ROUNDS; round++) {
+        const spent: Record<string, bigint> = { plain: 0n, guarded: 0n };
+        for (let done = 0; done < count; done += CHUNK) {
+          for (const [table, call] of Object.entries(cases)) {
+            const started = process.hrtime.bigint();
+            for (let i = 0; i < CHUNK; i++) await call();
+            spent[table] = spent[table]! + process.hrtime.bigint() - started;
+          }
+        }
+        for (const table of Object.keys(cases)) walls[table]!.push(Number(spent[table]) / 1_000 / count);
+        // Both tables keep the same size, so neither pays for a larger index.
+        await dataSource.query('TRUNCATE plain');
+        await runner.startTransaction();
+        await election.assertLeader(leader, { ns, session: runner });
+        await runner.query('TRUNCATE guarded');
+        await runner.commitTransaction();
+      }
+      const [plain, guarded] = [median(walls.plain!), median(walls.guarded!)];
+      lines.push(`| ${name} | ${plain.toFixed(0)} | ${guarded.toFixed(0)} | ${(plain / guarded).toFixed(2)}× |`);
+    }
+    console.log(lines.join('\n'));
+  } finally {
+    if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+    await runner.release();
+    await dataSource.destroy();
+    await db.drop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

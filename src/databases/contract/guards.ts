@@ -1,0 +1,53 @@
+import type { EntityManager } from 'typeorm';
+import type { DbContext } from '../../db/context';
+import type { SqlFragment } from '../../db/sql';
+
+/** A table as the caller named it: `schema` where the database has schemas (PostgreSQL). */
+export interface GuardTarget {
+  readonly table: string;
+  readonly schema?: string;
+}
+
+/** One guarded table as the database's catalog shows it. */
+export interface GuardedTable {
+  /** The table's name (as it is now: a renamed table keeps its guard). */
+  readonly table: string;
+  /** Its schema on PostgreSQL; null where the database has none. */
+  readonly schema: string | null;
+  /** The namespace whose live leadership a write to it must prove. */
+  readonly ns: string;
+}
+
+/** What a database's refusal of an unproved write says, read from its error. */
+export interface GuardRefusal {
+  readonly ns: string;
+  readonly table: string;
+  /** The leader row's holder and term when the write was refused (null: none, or no row). */
+  readonly leaderId: string | null;
+  readonly term: number | null;
+  /** The candidate the transaction's proof named for `ns`, if it proved one (a stale one). */
+  readonly provedBy: string | null;
+}
+
+/**
+ * Guarded tables on one database (see `election/guards.ts`): a trigger on each guarded table that
+ * refuses INSERT, UPDATE and DELETE unless the writing transaction proved, in that transaction,
+ * the live leadership of the table's namespace — the proof recorded by the fence itself
+ * (`election/fence.ts`), in the same statement that takes its lock.
+ */
+export interface GuardParts {
+  /**
+   * Columns appended to the fence's locking read of the leader row (alias `alias`, read after its
+   * lock): they record, for the rest of the transaction only, that `candidateId` holds the live
+   * lease of the row's namespace (under `term` when given), when it does; nothing otherwise.
+   */
+  proofColumns(alias: string, candidateId: string, term: number | undefined): SqlFragment;
+  /** Installs (or replaces) the guard of `target` for `ns`, in `m`'s transaction. */
+  guard(context: DbContext, m: EntityManager, target: GuardTarget, ns: string): Promise<void>;
+  /** Removes the guard of `target`; whether there was one. */
+  unguard(context: DbContext, m: EntityManager, target: GuardTarget): Promise<boolean>;
+  /** Every table this installation guards, by schema and name. */
+  list(context: DbContext, m: EntityManager): Promise<GuardedTable[]>;
+  /** The refusal a database error is, or undefined when it is another error. */
+  refusal(error: unknown): GuardRefusal | undefined;
+}

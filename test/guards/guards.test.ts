@@ -1,0 +1,350 @@
+/**
+ * Guarded tables: the database refuses INSERT, UPDATE, DELETE and TRUNCATE on a guarded table
+ * unless the writing transaction proved, in that transaction, the live leadership of the table's
+ * namespace (assertLeader with its session). Each case drives the state it needs and reads the
+ * outcome from the database: the rows a refused write leaves (none), the proof's end with its
+ * transaction on the same connection, a lease that ran out inside the proving transaction, the
+ * catalog's list, hostile names, a renamed table, the migration, and the databases without guards.
+ */
+import { Client } from 'pg';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { ElectionService, GemstoneDB, LeaderElector, NotLeaderError, ValidationError, withTransaction } from 'gemstone-utils';
+import { waitFor } from '../elector/helpers';
+import { describeEachDatabase, inCallerTransaction, query, sleep, uuid } from '../support/databases';
+import { ns as freshNs } from '../support/rows';
+
+/** The refusal as the database reports it to any client: SQLSTATE GS001, naming the table and the namespace. */
+const REFUSED = 'GS001';
+
+/** An identifier quoted for PostgreSQL. */
+const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** A table of the test's with one text column; its quoted name. */
+async function createTable(ds: DataSource, name: string): Promise<string> {
+  const quoted = quote(name);
+  await query(ds, `CREATE TABLE ${quoted} (note text NOT NULL)`);
+  return quoted;
+}
+
+async function count(ds: DataSource, quoted: string): Promise<number> {
+  const [row] = await query<{ n: string }>(ds, `SELECT COUNT(*) AS n FROM ${quoted}`);
+  return Number(row!.n);
+}
+
+describeEachDatabase(
+  'guarded tables',
+  (db) => {
+    let ds: DataSource;
+    let svc: ElectionService;
+    /** A client of another program: pg directly, no library. */
+    let raw: Client;
+
+    beforeAll(async () => {
+      ds = await db.connect();
+      svc = new ElectionService(ds);
+      raw = new Client({ connectionString: db.url() });
+      await raw.connect();
+    });
+    afterAll(async () => {
+      await raw.end();
+    });
+    // The database is dropped after the tests (its sessions terminated): the client may hear of it first.
+    beforeAll(() => raw.on('error', () => undefined));
+
+    const refusedBy = (error: unknown) => (error as { code?: string; driverError?: { code?: string } }).driverError?.code ?? (error as { code?: string }).code;
+
+    test('without a proof every kind of write is refused, from the library\'s DataSource and from another client, naming the table and the namespace; nothing is written', async () => {
+      const ns = freshNs();
+      const t = await createTable(ds, `ledger_${uuid().slice(0, 8)}`);
+      await query(ds, `INSERT INTO ${t} (note) VALUES ('before')`);
+      await svc.guardTable(t.slice(1, -1), { ns });
+      const a = uuid();
+      expect(await svc.elect(a, { ns })).toBe(a); // a leader exists: it simply did not prove it
+
+      for (const statement of [`INSERT INTO ${t} (note) VALUES ('x')`, `UPDATE ${t} SET note = 'y'`, `DELETE FROM ${t}`, `TRUNCATE ${t}`]) {
+        const viaClient = await raw.query(statement).catch((e: unknown) => e);
+        expect((viaClient as { code?: string }).code).toBe(REFUSED);
+        expect((viaClient as Error).message).toContain(t.slice(1, -1));
+        expect((viaClient as Error).message).toContain(JSON.stringify(ns));
+        const viaTypeorm = await query(ds, statement).catch((e: unknown) => e);
+        expect(refusedBy(viaTypeorm)).toBe(REFUSED);
+        // withTransaction maps it: NotLeaderError, naming the namespace and the leader, the database's error its cause.
+        const mapped = await withTransaction(ds, (m) => m.query(statement)).catch((e: unknown) => e);
+        expect(mapped).toBeInstanceOf(NotLeaderError);
+        expect(mapped).toMatchObject({ ns, leaderId: a, term: 1 });
+        expect((mapped as Error).message).toContain(t.slice(1, -1));
+        expect(refusedBy((mapped as { cause?: unknown }).cause)).toBe(REFUSED);
+      }
+      expect(await query(ds, `SELECT note FROM ${t}`)).toEqual([{ note: 'before' }]);
+    });
+
+    test('with assertLeader in the same transaction the leader writes; the proof ends with its transaction on the same connection', async () => {
+      const ns = freshNs();
+      const t = await createTable(ds, `ledger_${uuid().slice(0, 8)}`);
+      await svc.guardTable(t.slice(1, -1), { ns });
+      const a = uuid();
+      await svc.elect(a, { ns });
+      const runner = ds.createQueryRunner(); // one connection for both transactions
+      try {
+        await runner.startTransaction();
+        await svc.assertLeader(a, { ns, session: runner, term: 1 });
+        await runner.query(`INSERT INTO ${t} (note) VALUES ('proved')`);
+        await runner.query(`UPDATE ${t} SET note = 'proved twice'`);
+        await runner.commitTransaction();
+
+        await runner.startTransaction();
+        const after = await runner.query(`INSERT INTO ${t} (note) VALUES ('unproved')`).catch((e: unknown) => e);
+        expect(refusedBy(after)).toBe(REFUSED);
+        await runner.rollbackTransaction();
+
+        // Nor does a rolled-back proof survive.
+        await runner.startTransaction();
+        await svc.assertLeader(a, { ns, session: runner });
+        await runner.rollbackTransaction();
+        const outside = await runner.query(`INSERT INTO ${t} (note) VALUES ('autocommit')`).catch((e: unknown) => e);
+        expect(refusedBy(outside)).toBe(REFUSED);
+      } finally {
+        if (runner.isTransactionActive) await runner.rollbackTransaction();
+        await runner.release();
+      }
+      expect(await query(ds, `SELECT note FROM ${t}`)).toEqual([{ note: 'proved twice' }]);
+      // withTransaction with the fence first: the documented way.
+      await withTransaction(ds, async (m) => {
+        await svc.assertLeader(a, { ns, session: m });
+        await m.query(`INSERT INTO ${t} (note) VALUES ('fenced')`);
+      });
+      expect(await count(ds, t)).toBe(2);
+    });
+
+    test('a fence that fails proves nothing: a follower, a wrong term, another namespace', async () => {
+      const [ns, other] = [freshNs(), freshNs()];
+      const t = await createTable(ds, `ledger_${uuid().slice(0, 8)}`);
+      await svc.guardTable(t.slice(1, -1), { ns });
+      const [a, b] = [uuid(), uuid()];
+      await svc.elect(a, { ns });
+      await svc.elect(b, { ns });
+      await svc.elect(b, { ns: other });
+      const attempts: Array<(session: QueryRunner) => Promise<unknown>> = [
+        (session) => svc.assertLeader(b, { ns, session }), // a follower
+        (session) => svc.assertLeader(a, { ns, session, term: 2 }), // the leader, under a term it does not hold
+      ];
+      for (const attempt of attempts) {
+        const outcome = await inCallerTransaction(ds, async (session) => {
+          const fence = await attempt(session).catch((e: unknown) => e);
+          expect(fence).toBeInstanceOf(NotLeaderError);
+          // Code that ignores the NotLeaderError and writes anyway.
+          return session.query(`INSERT INTO ${t} (note) VALUES ('ignored the fence')`);
+        }).catch((e: unknown) => e);
+        expect(refusedBy(outcome)).toBe(REFUSED);
+      }
+      // b leads `other`: that proves nothing for `ns`.
+      const elsewhere = await inCallerTransaction(ds, async (session) => {
+        await svc.assertLeader(b, { ns: other, session });
+        return session.query(`INSERT INTO ${t} (note) VALUES ('other namespace')`);
+      }).catch((e: unknown) => e);
+      expect(refusedBy(elsewhere)).toBe(REFUSED);
+      expect(await count(ds, t)).toBe(0);
+    });
+
+    test('a lease that runs out inside the proving transaction: a takeover waits for that transaction, its next write is refused; the old leader\'s proof fails after the takeover', async () => {
+      const ns = freshNs();
+      const t = await createTable(ds, `ledger_${uuid().slice(0, 8)}`);
+      await svc.guardTable(t.slice(1, -1), { ns });
+      const short = new ElectionService(ds, { expireSeconds: 1 });
+      const [a, b] = [uuid(), uuid()];
+      await short.elect(a, { ns });
+      const runner = ds.createQueryRunner();
+      let takeover: Promise<string | null> | undefined;
+      try {
+        await runner.startTransaction();
+        await short.assertLeader(a, { ns, session: runner, term: 1 });
+        await runner.query(`INSERT INTO ${t} (note) VALUES ('in time')`);
+        // The lease's end by the database clock, then a takeover that must wait for the fence's lock.
+        const [{ end }] = await runner.query(`SELECT GREATEST(0, EXTRACT(EPOCH FROM lease_expires_at - clock_timestamp()) * 1000) AS end FROM gemstone_election_leader WHERE ns = $1`, [ns]);
+        await sleep(Number(end) + 100);
+        takeover = short.elect(b, { ns });
+        expect(await Promise.race([takeover.then((v) => `took over: ${v === a ? 'a' : v === b ? 'b' : v}`), sleep(300).then(() => 'waiting')])).toBe('waiting');
+        const late = await runner.query(`INSERT INTO ${t} (note) VALUES ('too late')`).catch((e: unknown) => e);
+        expect(refusedBy(late)).toBe(REFUSED);
+        // (PostgreSQL ends the transaction at the error, its locks with it: the takeover proceeds.)
+        await runner.rollbackTransaction();
+      } finally {
+        if (runner.isTransactionActive) await runner.rollbackTransaction();
+        await runner.release();
+      }
+      expect(await takeover).toBe(b);
+      const stale = await inCallerTransaction(ds, async (session) => {
+        await short.assertLeader(a, { ns, session, term: 1 }).catch(() => undefined);
+        return session.query(`INSERT INTO ${t} (note) VALUES ('stale')`);
+      }).catch((e: unknown) => e);
+      expect(refusedBy(stale)).toBe(REFUSED);
+      expect(await count(ds, t)).toBe(0);
+    });
+
+    test('guardTable is idempotent and replaces the namespace; guardedTables lists by the table\'s current name; unguardTable removes it in one call', async () => {
+      const [ns, ns2] = [freshNs(), freshNs()];
+      const name = `ledger_${uuid().slice(0, 8)}`;
+      const t = await createTable(ds, name);
+      await svc.guardTable(name, { ns });
+      await svc.guardTable(name, { ns });
+      expect((await svc.guardedTables()).filter((g) => g.table === name)).toEqual([{ table: name, schema: 'public', ns }]);
+      await svc.guardTable(name, { ns: ns2 });
+      expect((await svc.guardedTables()).filter((g) => g.table === name)).toEqual([{ table: name, schema: 'public', ns: ns2 }]);
+      const [{ n }] = await query<{ n: string }>(ds, `SELECT COUNT(*) AS n FROM pg_trigger WHERE tgrelid = '${t}'::regclass`);
+      expect(Number(n)).toBe(1);
+
+      // A renamed table keeps its guard, listed under its new name.
+      const renamed = `${name}_renamed`;
+      await query(ds, `ALTER TABLE ${t} RENAME TO "${renamed}"`);
+      expect((await svc.guardedTables()).filter((g) => g.table.startsWith(name))).toEqual([{ table: renamed, schema: 'public', ns: ns2 }]);
+      expect(refusedBy(await query(ds, `INSERT INTO "${renamed}" (note) VALUES ('x')`).catch((e: unknown) => e))).toBe(REFUSED);
+
+      expect(await svc.unguardTable(renamed)).toBe(true);
+      expect(await svc.unguardTable(renamed)).toBe(false);
+      await query(ds, `INSERT INTO "${renamed}" (note) VALUES ('free again')`);
+      expect((await svc.guardedTables()).filter((g) => g.table.startsWith(name))).toEqual([]);
+    });
+
+    test('hostile names: a table and a namespace with quotes, a backslash and unicode; a table with triggers of its own', async () => {
+      const ns = `o'brien "ns" \\ ü ${uuid().slice(0, 4)}`;
+      const name = `we"ird 'tbl' ü ${uuid().slice(0, 4)}`;
+      const t = await createTable(ds, name);
+      // The application's own trigger on it, which must keep working beside the guard.
+      const audit = quote(`${name}_audit`);
+      await query(ds, `CREATE TABLE ${audit} (n int)`);
+      await query(ds, `CREATE FUNCTION ${quote(`${name}_fn`)}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO ${audit} VALUES (1); RETURN NEW; END $$`);
+      await query(ds, `CREATE TRIGGER audit AFTER INSERT ON ${t} FOR EACH ROW EXECUTE FUNCTION ${quote(`${name}_fn`)}()`);
+      await svc.guardTable(name, { ns });
+      expect((await svc.guardedTables()).filter((g) => g.table === name)).toEqual([{ table: name, schema: 'public', ns }]);
+      const a = uuid();
+      await svc.elect(a, { ns });
+      const refused = await raw.query(`INSERT INTO ${t} (note) VALUES ('x')`).catch((e: unknown) => e);
+      expect((refused as Error).message).toContain(JSON.stringify(ns));
+      await withTransaction(ds, async (m) => {
+        await svc.assertLeader(a, { ns, session: m });
+        await m.query(`INSERT INTO ${t} (note) VALUES ('proved')`);
+      });
+      expect(await count(ds, t)).toBe(1);
+      expect(await count(ds, audit)).toBe(1);
+    });
+
+    test('a schema and an entityPrefix with a hyphen: each installation has its own guard, checked against its own leader table', async () => {
+      await query(ds, 'CREATE SCHEMA IF NOT EXISTS "gem-guard"');
+      const prefixed = await db.connect({ schema: 'gem-guard', entityPrefix: 'my-app_' } as never);
+      try {
+        const svc2 = new ElectionService(prefixed);
+        const ns = freshNs();
+        const name = `ledger_${uuid().slice(0, 8)}`;
+        await query(ds, `CREATE TABLE "gem-guard".${quote(name)} (note text NOT NULL)`);
+        const t = `"gem-guard".${quote(name)}`;
+        await svc2.guardTable(name, { ns, schema: 'gem-guard' });
+        expect(await svc2.guardedTables()).toEqual([{ table: name, schema: 'gem-guard', ns }]);
+        expect((await svc.guardedTables()).filter((g) => g.table === name)).toEqual([]); // the other installation's
+        const [fn] = await query<{ schema: string; name: string }>(ds, `SELECT n.nspname AS schema, p.proname AS name FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_namespace n ON n.oid = p.pronamespace WHERE t.tgrelid = '${t}'::regclass`);
+        expect(fn).toEqual({ schema: 'gem-guard', name: 'my-app_gemstone_election_leader_guard' });
+        const a = uuid();
+        await svc.elect(a, { ns }); // leads ns in the unprefixed installation only
+        const wrongInstallation = await withTransaction(ds, async (m) => {
+          await svc.assertLeader(a, { ns, session: m });
+          await m.query(`INSERT INTO ${t} (note) VALUES ('x')`);
+        }).catch((e: unknown) => e);
+        expect(wrongInstallation).toBeInstanceOf(NotLeaderError);
+        await svc2.elect(a, { ns });
+        await withTransaction(prefixed, async (m) => {
+          await svc2.assertLeader(a, { ns, session: m });
+          await m.query(`INSERT INTO ${t} (note) VALUES ('proved')`);
+        });
+        expect(await count(ds, t)).toBe(1);
+      } finally {
+        await prefixed.destroy();
+      }
+    });
+
+    test('a scheduled job: run.transaction proves for its writes; the same write in a transaction of its own is refused (NotLeaderError)', async () => {
+      const ns = freshNs();
+      const t = await createTable(ds, `ledger_${uuid().slice(0, 8)}`);
+      await svc.guardTable(t.slice(1, -1), { ns });
+      const elector = new LeaderElector({ dataSource: ds, ns, expireSeconds: 3, intervalMs: 300 });
+      const outcomes: Array<{ slot: number; unproved: string }> = [];
+      elector.schedule({ name: 'ledger', everyMs: 1000 }, async (run) => {
+        const unproved = await withTransaction(ds, (m) => m.query(`INSERT INTO ${t} (note) VALUES ('unproved')`)).then(
+          () => 'committed',
+          (e: unknown) => (e instanceof NotLeaderError ? 'NotLeaderError' : String(e)),
+        );
+        await run.transaction((m) => m.query(`INSERT INTO ${t} (note) VALUES ($1)`, [`slot ${run.slot.getTime()}`]));
+        outcomes.push({ slot: run.slot.getTime(), unproved });
+      });
+      await elector.start();
+      try {
+        await waitFor('two runs', () => outcomes.length >= 2, 15_000);
+      } finally {
+        await elector.stop();
+      }
+      expect(outcomes.every((o) => o.unproved === 'NotLeaderError')).toBe(true);
+      const notes = (await query<{ note: string }>(ds, `SELECT note FROM ${t}`)).map((r) => r.note);
+      expect(notes.length).toBeGreaterThanOrEqual(2);
+      expect(notes.every((n) => n.startsWith('slot '))).toBe(true);
+    });
+
+    test('bad input is a ValidationError naming the parameter, and changes nothing', async () => {
+      const before = (await svc.guardedTables()).length;
+      const cases: Array<[() => Promise<unknown>, string]> = [
+        [() => svc.guardTable(`missing_${uuid().slice(0, 8)}`, { ns: 'x' }), 'table'],
+        [() => svc.guardTable('', {}), 'table'],
+        [() => svc.guardTable(42 as unknown as string), 'table'],
+        [() => svc.guardTable('gemstone_election_leader'), 'table'],
+        [() => svc.guardTable('gemstone_election_run'), 'table'],
+        [() => svc.guardTable('t', { ns: '' }), 'options.ns'],
+        [() => svc.guardTable('t', { namespace: 'x' } as never), 'options.namespace'],
+        [() => svc.unguardTable('t', { ns: 'x' } as never), 'options.ns'],
+      ];
+      for (const [call, parameter] of cases) {
+        const error = await call().catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ValidationError);
+        expect((error as ValidationError).parameter).toBe(parameter);
+      }
+      expect((await svc.guardedTables()).length).toBe(before);
+    });
+
+    test('the migration guards and unguards the same way', async () => {
+      const ns = freshNs();
+      const name = `ledger_${uuid().slice(0, 8)}`;
+      const t = await createTable(ds, name);
+      const migration = GemstoneDB.guardTableMigration(name, { ns, schema: 'public' });
+      const runner = ds.createQueryRunner();
+      try {
+        await migration.up(runner);
+        expect(refusedBy(await query(ds, `INSERT INTO ${t} (note) VALUES ('x')`).catch((e: unknown) => e))).toBe(REFUSED);
+        await migration.down(runner);
+        await query(ds, `INSERT INTO ${t} (note) VALUES ('x')`);
+      } finally {
+        await runner.release();
+      }
+      expect(() => GemstoneDB.guardTableMigration('', { ns })).toThrow(ValidationError);
+    });
+  },
+  { kinds: ['postgres'] },
+);
+
+describeEachDatabase(
+  'guarded tables where they are not built',
+  (db) => {
+    test('guardTable and the migration say so with a ValidationError; guardedTables is empty; nothing is created', async () => {
+      const ds = await db.connect();
+      const svc = new ElectionService(ds);
+      await query(ds, 'CREATE TABLE unguardable (note varchar(10) NOT NULL)');
+      const error = await svc.guardTable('unguardable', { ns: 'x' }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as Error).message).toMatch(/PostgreSQL only.*assertLeader/);
+      const runner = ds.createQueryRunner();
+      try {
+        await expect(GemstoneDB.guardTableMigration('unguardable', { ns: 'x' }).up(runner)).rejects.toThrow(ValidationError);
+      } finally {
+        await runner.release();
+      }
+      expect(await svc.guardedTables()).toEqual([]);
+      await query(ds, "INSERT INTO unguardable (note) VALUES ('free')");
+    });
+  },
+  { kinds: ['mariadb', 'sqlite'] },
+);
