@@ -38,6 +38,8 @@ module.exports = {
   setupFiles: ['<rootDir>/test/support/setup.js'],
   // Names the sender of a statement on a destroyed DataSource (see the file).
   setupFilesAfterEnv: ['<rootDir>/test/support/after-destroy.js'],
+  // The longest files first, by their recorded durations on a clean clone (see the file).
+  testSequencer: '<rootDir>/test/support/sequencer.js',
   testTimeout: 60_000,
   // Database-bound tests wait on I/O more than CPU: more workers than the 2 cores pays off.
   maxWorkers: process.env.JEST_MAX_WORKERS || 4,
