@@ -6,7 +6,7 @@
 import { describeEachDatabase } from '../support/databases';
 import { differentialSuite } from './suite';
 
-describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialRuns: 500, concurrentRuns: 120, loopRuns: 4 }), { kinds: ['mariadb'] });
+describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialRuns: 350, concurrentRuns: 120, loopRuns: 4 }), { kinds: ['mariadb'] });
 
 // Leaders calling again and again: one process, the two paths of elect without a caller's
 // transaction, each call repeated as an elector's ticks repeat it, so that the one-statement
@@ -14,7 +14,7 @@ describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialR
 // hold rounds and fenced transactions.
 describeEachDatabase(
   'differential, leader renewals',
-  (db) => differentialSuite(db, { sequentialRuns: 600, concurrentRuns: 60, caps: { processes: 1, electPaths: ['plain', 'idle'], electAgain: true }, minOneStatementRenewals: 100 }),
+  (db) => differentialSuite(db, { sequentialRuns: 300, concurrentRuns: 60, caps: { processes: 1, electPaths: ['plain', 'idle'], electAgain: true }, minOneStatementRenewals: 100 }),
   { kinds: ['mariadb'] },
 );
 

@@ -8,4 +8,4 @@ import { differentialSuite } from './suite';
 // On the TypeORM 0.3 line the sqlite3 databases only: better-sqlite3 runs the same statements and
 // programs on 1.x (npm test), and the library drives it directly, not through the TypeORM line
 // (its transactions on 0.3 are checked by the defects replays and the election tests there).
-describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialRuns: 500, concurrentRuns: 90, loopRuns: 4 }), { kinds: ['sqlite'], lineOnlyDrivers: true });
+describeEachDatabase('differential', (db) => differentialSuite(db, { sequentialRuns: 350, concurrentRuns: 90, loopRuns: 4 }), { kinds: ['sqlite'], lineOnlyDrivers: true });
