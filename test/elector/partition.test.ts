@@ -43,8 +43,14 @@ describeEachDatabase(
           made.elector.on('tick', onTick);
         });
         const { cutAt, renewalSentAt, lease, mark } = await cut;
+        // A timer of this test's own, due when the leadership must have ended: how late this
+        // process's timers fire at that moment (a loaded machine) is what the demotion may be
+        // late by too (ci31, quiet but with the 0.3 stage's four workers busy: 35 ms past the bound).
+        const due = cutAt + EXPIRE * 1000;
+        const timerLag = new Promise<number>((resolve) => setTimeout(() => resolve(performance.now() - due), Math.max(0, due - performance.now())));
         await waitFor('the leader to demote itself', () => !made.elector.isLeader, EXPIRE * 1000 + 1_000, 5);
         const demotedAt = performance.now();
+        const lag = Math.max(0, await timerLag);
         // Not before the deadline the last renewal set (sent before the cut)… renewalSentAt is an
         // estimate later than the real send by the time between the answer and the 'tick' event
         // (the answer applied, leadership callbacks and events first): a few ms, tens on a loaded
@@ -52,7 +58,7 @@ describeEachDatabase(
         // least 0.9 × INTERVAL early: the slack stays well below that.
         expect(demotedAt - renewalSentAt).toBeGreaterThanOrEqual(EXPIRE * 1000 - INTERVAL / 3);
         // …and at it, however long the cut connection keeps the next elect hanging.
-        expect(demotedAt - cutAt).toBeLessThanOrEqual(EXPIRE * 1000 + 150);
+        expect(demotedAt - cutAt).toBeLessThanOrEqual(EXPIRE * 1000 + 150 + lag);
         expect(lease.signal.aborted).toBe(true);
         const afterCut = made.log.slice(mark);
         expect(afterCut.filter((r) => r.kind === 'demoted')).toEqual([{ kind: 'demoted', term: lease.term, reason: 'lease-expired-locally' }]);

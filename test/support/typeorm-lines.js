@@ -49,6 +49,7 @@ const ONE_LINE_ONLY = [
       'test/cli/history.test.ts',
       'test/cli/json.test.ts',
       'test/cli/redact.test.ts',
+      'test/cli/runs.test.ts',
       'test/cli/status-init.test.ts',
       'test/cli/status-order.test.ts',
       'test/cli/watch.test.ts',
