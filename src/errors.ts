@@ -50,8 +50,12 @@ export class NotLeaderError extends GemstoneError {
   /**
    * @param fields.detail What failed, when it is not the lease itself (a fenced write whose row
    *   is no longer the caller's); replaces the sentence about who holds the lease.
+   * @param options.cause The error behind the refusal (a guarded table's database error).
    */
-  constructor(fields: { ns: string; candidateId: string; leaderId: string | null; term: number | null; expectedTerm?: number; detail?: string }) {
+  constructor(
+    fields: { ns: string; candidateId: string; leaderId: string | null; term: number | null; expectedTerm?: number; detail?: string },
+    options?: { cause?: unknown },
+  ) {
     const held =
       fields.detail !== undefined
         ? fields.detail
@@ -63,6 +67,7 @@ export class NotLeaderError extends GemstoneError {
     super(
       `candidate ${fields.candidateId} is not the leader of namespace ${JSON.stringify(fields.ns)}: ${held}. ` +
         'Roll back the leader-only work of this transaction.',
+      options,
     );
     this.ns = fields.ns;
     this.candidateId = fields.candidateId;

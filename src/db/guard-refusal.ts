@@ -14,12 +14,14 @@ export function asGuardRefusal(dataSource: DataSource, error: unknown): unknown 
   if (!refusal) return error;
   const proved = refusal.provedBy === null ? 'this transaction proved no leadership of it' : `its proof (candidate ${refusal.provedBy}) is not of the live term`;
   const led = refusal.leaderId === null ? 'no candidate holds an unexpired lease' : `${refusal.leaderId} leads under term ${refusal.term}`;
-  const notLeader = new NotLeaderError({
-    ns: refusal.ns,
-    candidateId: refusal.provedBy ?? '(none proved)',
-    leaderId: refusal.leaderId,
-    term: refusal.term,
-    detail: `the database refused a write to guarded table ${JSON.stringify(refusal.table)}: ${proved}; ${led}. Call assertLeader in the same transaction first`,
-  });
-  return Object.assign(notLeader, { cause: error });
+  return new NotLeaderError(
+    {
+      ns: refusal.ns,
+      candidateId: refusal.provedBy ?? '(none proved)',
+      leaderId: refusal.leaderId,
+      term: refusal.term,
+      detail: `the database refused a write to guarded table ${JSON.stringify(refusal.table)}: ${proved}; ${led}. Call assertLeader in the same transaction first`,
+    },
+    { cause: error },
+  );
 }

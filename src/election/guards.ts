@@ -108,11 +108,7 @@ export async function guardTable(dataSource: DataSource, session: Session | unde
   const context = contextOf(dataSource);
   const guards = guardsOf(context, 'table');
   await inTransaction(dataSource, session, async (m: EntityManager) => {
-    try {
-      await guards.guard(context, m, target, ns);
-    } catch (error) {
-      throw explainTarget(error, target);
-    }
+    await guards.guard(context, m, target, ns);
   });
 }
 
@@ -129,12 +125,4 @@ export async function guardedTables(dataSource: DataSource, session: Session | u
   const guards = partsOf(context).guards;
   if (!guards) return [];
   return inTransaction(dataSource, session, (m) => guards.list(context, m));
-}
-
-/** A missing table is the caller's mistake: a ValidationError naming it. */
-function explainTarget(error: unknown, target: GuardTarget): unknown {
-  if (error instanceof Error && /^table .* does not exist$/.test(error.message)) {
-    return new ValidationError('table', `names no table the connection can see (${target.schema === undefined ? '' : `schema ${JSON.stringify(target.schema)}, `}table ${JSON.stringify(target.table)}): create it first`);
-  }
-  return error;
 }

@@ -8,7 +8,7 @@
  */
 import { Client } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { ElectionService, GemstoneDB, LeaderElector, NotLeaderError, ValidationError, withTransaction } from 'gemstone-utils';
+import { ElectionService, GemstoneDB, LeaderElector, NotLeaderError, TablesMissingError, ValidationError, withTransaction } from 'gemstone-utils';
 import { waitFor } from '../elector/helpers';
 import { describeEachDatabase, inCallerTransaction, query, sleep, uuid } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
@@ -304,6 +304,20 @@ describeEachDatabase(
         expect((error as ValidationError).parameter).toBe(parameter);
       }
       expect((await svc.guardedTables()).length).toBe(before);
+    });
+
+    test('before the election\'s tables exist, guardTable says to create them (TablesMissingError) and creates nothing', async () => {
+      const bare = await db.connect({ entityPrefix: `bare_${uuid().slice(0, 6)}_` } as never, { createTables: false });
+      try {
+        const name = `ledger_${uuid().slice(0, 8)}`;
+        const t = await createTable(ds, name);
+        const error = await new ElectionService(bare).guardTable(name, { ns: freshNs() }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(TablesMissingError);
+        expect((error as Error).message).toMatch(/initDb/);
+        expect(await query(ds, `SELECT tgname FROM pg_trigger WHERE tgrelid = '${t}'::regclass AND NOT tgisinternal`)).toEqual([]);
+      } finally {
+        await bare.destroy();
+      }
     });
 
     test('the migration guards and unguards the same way', async () => {

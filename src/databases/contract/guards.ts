@@ -42,7 +42,11 @@ export interface GuardParts {
    * lease of the row's namespace (under `term` when given), when it does; nothing otherwise.
    */
   proofColumns(alias: string, candidateId: string, term: number | undefined): SqlFragment;
-  /** Installs (or replaces) the guard of `target` for `ns`, in `m`'s transaction. */
+  /**
+   * Installs (or replaces) the guard of `target` for `ns`, in `m`'s transaction. A table the
+   * connection cannot see is a `ValidationError` (parameter `table`); a missing leader table, the
+   * `TablesMissingError` that says to run `initDb` or the migrations.
+   */
   guard(context: DbContext, m: EntityManager, target: GuardTarget, ns: string): Promise<void>;
   /** Removes the guard of `target`; whether there was one. */
   unguard(context: DbContext, m: EntityManager, target: GuardTarget): Promise<boolean>;

@@ -1,8 +1,10 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
+import { describeTarget } from '../../db/explain-error';
 import { execute } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { boundedName, LEADER_TABLE } from '../../election/tables';
+import { TablesMissingError, ValidationError } from '../../errors';
 import type { GuardedTable, GuardParts, GuardTarget } from '../contract/guards';
 import { driverError } from '../dialect';
 
@@ -45,7 +47,7 @@ async function functionOf(context: DbContext, m: EntityManager): Promise<{ schem
     sql`SELECT n.nspname AS schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = to_regclass(CASE WHEN ${schema ?? null}::text IS NULL THEN quote_ident(${leaders}) ELSE quote_ident(${schema ?? null}) || '.' || quote_ident(${leaders}) END)`,
   );
-  if (!row?.schema) throw new Error(`the election's leader table ${leaders} does not exist: run initDb (or the migrations) first`);
+  if (!row?.schema) throw new TablesMissingError(describeTarget(context.dataSource), `the leader table ${leaders}, whose rows a guard checks, does not exist`);
   return { schema: row.schema, name: boundedName(leaders, '_guard'), leaders };
 }
 
@@ -105,7 +107,7 @@ export const postgresGuards: GuardParts = {
 
   async guard(context, m, target, ns) {
     const oid = await resolve(context, m, target);
-    if (oid === undefined) throw new Error(`table ${named(target)} does not exist`);
+    if (oid === undefined) throw new ValidationError('table', `names no table the connection can see (${named(target)}): create it first`);
     const fn = await installFunction(context, m);
     // Replaced, not added twice: guarding again (for another namespace, say) is idempotent.
     const [row] = await execute<{ drop: string; create: string }>(
