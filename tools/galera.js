@@ -3,7 +3,7 @@
 /**
  * A private MariaDB Galera cluster for tests: N nodes (default 3) of the machine's installed
  * `mariadbd` with the Galera 4 provider, each in a temporary directory of its own, on loopback
- * ports the kernel hands out (client, group communication, IST and SST ports per node). The
+ * free loopback ports (`freePort`) (client, group communication, IST and SST ports per node). The
  * machine's shared MariaDB is never touched.
  *
  * The first node bootstraps the cluster (`--wsrep-new-cluster`); the others join it one by one

@@ -5,7 +5,7 @@
  * (the consensus store), N PostgreSQL members (default 3) of the machine's binaries managed by
  * Debian's `patroni`, and HAProxy in front routing to whichever member answers `GET /primary` on
  * its Patroni REST API with 200 (`on-marked-down shutdown-sessions`). The application connects to
- * HAProxy only. Every port is a free loopback port from the kernel; every file lives in one
+ * HAProxy only. Every port is a free loopback port (`freePort`); every file lives in one
  * temporary directory. The machine's shared PostgreSQL is never touched.
  *
  * Each member reaches etcd through a TCP proxy of its own, in this process: `cutFromEtcd(name)`

@@ -16,8 +16,57 @@ const path = require('path');
 
 /** @typedef {{ kind: 'postgres' | 'mariadb', url: string, port: number, dir: string, restartCommand: string, stop: () => void }} PrivateServer */
 
-/** A free loopback TCP port, as the kernel hands it out. @returns {Promise<number>} */
-function freePort() {
+/** Ports this process has handed out: never handed out twice, even after the server let go. */
+const handedOut = new Set();
+
+/**
+ * A loopback TCP port that is free now, for a server started next. It is chosen below the kernel's
+ * ephemeral range, not by `listen(0)`: the kernel takes a `listen(0)` port from the range it also
+ * uses for the local end of outgoing connections, so between this function closing the port and
+ * the server binding it (seconds for a Patroni member or a Galera node, and again at every restart
+ * of a server on its port) any client connection of the machine may take it; CI runs database-heavy
+ * test stages beside the HA files, and a Patroni member whose REST port was taken exits at once.
+ * Below the range only listeners compete: a random pick, checked by binding it.
+ * @returns {Promise<number>}
+ */
+async function freePort() {
+  const [ephemeralLow] = ephemeralRange();
+  const low = 10_000;
+  const high = Math.min(ephemeralLow, 65_536) - 1;
+  if (high - low < 1_000) return kernelPort();
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (handedOut.has(port)) continue;
+    if (await canListen(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  return kernelPort();
+}
+
+/** The kernel's ephemeral port range (Linux; elsewhere the IANA default). @returns {[number, number]} */
+function ephemeralRange() {
+  try {
+    const [low, high] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high)) return [low, high];
+  } catch {
+    // Not Linux.
+  }
+  return [49_152, 65_535];
+}
+
+/** @param {number} port @returns {Promise<boolean>} */
+function canListen(port) {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen({ port, host: '127.0.0.1', exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free loopback port as the kernel hands it out (the fallback). @returns {Promise<number>} */
+function kernelPort() {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);

@@ -7,10 +7,10 @@
  */
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
-import * as net from 'net';
 import * as path from 'path';
 import * as ts from 'typescript';
 import { REPO_ROOT } from '../support/children/spawn';
+import { privateDb } from '../ha/support';
 import { describeEachDatabase, TestDatabase, TYPEORM_LINE } from '../support/databases';
 import { documentTsBlocks } from '../support/markdown';
 
@@ -42,14 +42,6 @@ function exampleScript(): string {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, outputText);
   return file;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 class Replica {
@@ -135,10 +127,10 @@ describeEachDatabase(
       RUNNABLE ? title : `${title} [skipped: TypeORM 0.3 line on Nest ${NEST_MAJOR}, whose @nestjs/typeorm imports the repository's TypeORM 1.x]`,
       async () => {
         const script = exampleScript();
-        const first = new Replica(script, await freePort(), db.url());
+        const first = new Replica(script, await privateDb.freePort(), db.url());
         replicas.push(first);
         await first.ready();
-        const second = new Replica(script, await freePort(), db.url());
+        const second = new Replica(script, await privateDb.freePort(), db.url());
         replicas.push(second);
         await second.ready();
 
