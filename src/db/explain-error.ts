@@ -7,6 +7,7 @@ import {
   GemstoneError,
   TablesMissingError,
 } from '../errors';
+import { LeaderTableMissing } from '../databases/contract/guards';
 import { driverErrorFields } from '../databases/contract/missing-table';
 import { explainMissingDatabase } from './missing-database';
 import { GemstoneDB } from './registry';
@@ -102,6 +103,7 @@ export function explainDatabaseError(dataSource: DataSource, error: unknown): un
   if (allTargets().some((t) => t.isMissingTable(error)) && namesRegisteredTable(dataSource, firstLine(error))) {
     return new TablesMissingError(target(), firstLine(error), cause);
   }
+  if (error instanceof LeaderTableMissing) return new TablesMissingError(target(), error.message, cause);
   if (!dataSource.isInitialized && isNotConnected(error)) return new DataSourceNotInitializedError(target(), cause);
   return explainMissingDatabase(dataSource, error);
 }

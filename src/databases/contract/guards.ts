@@ -8,6 +8,17 @@ export interface GuardTarget {
   readonly schema?: string;
 }
 
+/**
+ * Thrown by a database's guard part when the election's leader table, whose rows a guard checks,
+ * does not exist. The session helpers' explainer (`db/explain-error.ts`) makes it the
+ * `TablesMissingError` that names the database and says to run `initDb` or the migrations.
+ */
+export class LeaderTableMissing extends Error {
+  constructor(readonly leaderTable: string) {
+    super(`the leader table ${leaderTable}, whose rows a guard checks, does not exist`);
+  }
+}
+
 /** One guarded table as the database's catalog shows it. */
 export interface GuardedTable {
   /** The table's name (as it is now: a renamed table keeps its guard). */
@@ -44,8 +55,8 @@ export interface GuardParts {
   proofColumns(alias: string, candidateId: string, term: number | undefined): SqlFragment;
   /**
    * Installs (or replaces) the guard of `target` for `ns`, in `m`'s transaction. A table the
-   * connection cannot see is a `ValidationError` (parameter `table`); a missing leader table, the
-   * `TablesMissingError` that says to run `initDb` or the migrations.
+   * connection cannot see is a `ValidationError` (parameter `table`); a missing leader table,
+   * {@link LeaderTableMissing}.
    */
   guard(context: DbContext, m: EntityManager, target: GuardTarget, ns: string): Promise<void>;
   /** Removes the guard of `target`; whether there was one. */

@@ -1,11 +1,10 @@
 import type { EntityManager } from 'typeorm';
 import type { DbContext } from '../../db/context';
-import { describeTarget } from '../../db/explain-error';
 import { execute } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { boundedName, LEADER_TABLE } from '../../election/tables';
-import { TablesMissingError, ValidationError } from '../../errors';
-import type { GuardedTable, GuardParts, GuardTarget } from '../contract/guards';
+import { ValidationError } from '../../errors';
+import { LeaderTableMissing, type GuardedTable, type GuardParts, type GuardTarget } from '../contract/guards';
 import { driverError } from '../dialect';
 
 /**
@@ -47,7 +46,7 @@ async function functionOf(context: DbContext, m: EntityManager): Promise<{ schem
     sql`SELECT n.nspname AS schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = to_regclass(CASE WHEN ${schema ?? null}::text IS NULL THEN quote_ident(${leaders}) ELSE quote_ident(${schema ?? null}) || '.' || quote_ident(${leaders}) END)`,
   );
-  if (!row?.schema) throw new TablesMissingError(describeTarget(context.dataSource), `the leader table ${leaders}, whose rows a guard checks, does not exist`);
+  if (!row?.schema) throw new LeaderTableMissing(leaders);
   return { schema: row.schema, name: boundedName(leaders, '_guard'), leaders };
 }
 
