@@ -1,6 +1,7 @@
 /**
- * `npm run bench:guard-cost`: what a guarded table's trigger costs a writer on PostgreSQL
- * (docs/fencing.md), beside the same writes to an unguarded twin.
+ * `npm run bench:guard-cost`: what a guarded table's triggers cost a writer on PostgreSQL and on
+ * MariaDB (docs/fencing.md), beside the same writes to an unguarded twin. `-- postgres` or
+ * `-- mariadb` runs one of them.
  *
  * Every transaction runs as the library's fenced writes do: BEGIN, the leader's proof (its fence:
  * `ElectionService.assertLeader` on a QueryRunner), the writes, COMMIT. Each case writes once to
@@ -8,11 +9,12 @@
  * transactions each, on one connection; the median wall time per transaction:
  * - `one row`: one single-row INSERT;
  * - `ten statements`: ten single-row INSERTs (the trigger runs once per statement);
- * - `1,000 rows`: one INSERT … SELECT of 1,000 rows (a batch: the trigger runs once).
+ * - `1,000 rows`: one INSERT … SELECT of 1,000 rows (a batch: PostgreSQL's statement trigger
+ *   runs once, MariaDB's row trigger 1,000 times).
  * The ratio is the unguarded transaction's time ÷ the guarded one's (1.00×: no cost).
  */
 import type { QueryRunner } from 'typeorm';
-import { BenchDatabase } from './lib/databases';
+import { BenchDatabase, type BenchKind } from './lib/databases';
 import { candidateIds, openLibrary, service } from './lib/library';
 
 const ROUNDS = 5;
@@ -21,8 +23,25 @@ const CHUNK = 50;
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
-async function main(): Promise<void> {
-  const db = new BenchDatabase('postgres', 'guards');
+/** What differs between the two databases: the tables' DDL, a parameter, a 1,000-row source. */
+const SQL = {
+  postgres: {
+    title: 'PostgreSQL',
+    table: (name: string) => `CREATE TABLE ${name} (id bigserial PRIMARY KEY, note text NOT NULL)`,
+    param: '$1',
+    thousand: 'generate_series(1, 1000)',
+  },
+  mariadb: {
+    title: 'MariaDB',
+    table: (name: string) => `CREATE TABLE ${name} (id bigint AUTO_INCREMENT PRIMARY KEY, note varchar(20) NOT NULL)`,
+    param: '?',
+    thousand: 'seq_1_to_1000',
+  },
+} as const;
+
+async function measure(kind: 'postgres' | 'mariadb'): Promise<void> {
+  const sql = SQL[kind];
+  const db = new BenchDatabase(kind satisfies BenchKind, 'guards');
   await db.create();
   const dataSource = await openLibrary(db);
   const runner: QueryRunner = dataSource.createQueryRunner();
@@ -31,7 +50,7 @@ async function main(): Promise<void> {
     const [leader] = candidateIds(1) as [string];
     const ns = 'guarded';
     await election.electOutcome(leader, { ns });
-    for (const table of ['plain', 'guarded']) await dataSource.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, note text NOT NULL)`);
+    for (const table of ['plain', 'guarded']) await dataSource.query(sql.table(table));
     await election.guardTable('guarded', { ns });
 
     /** One fenced transaction writing `write` to `table`; it must commit (a refused write would measure nothing). */
@@ -47,14 +66,14 @@ async function main(): Promise<void> {
       }
     };
     const writes: Record<string, (table: string) => () => Promise<void>> = {
-      'one row': fenced((t) => runner.query(`INSERT INTO ${t} (note) VALUES ($1)`, ['x'])),
+      'one row': fenced((t) => runner.query(`INSERT INTO ${t} (note) VALUES (${sql.param})`, ['x'])),
       'ten statements': fenced(async (t) => {
-        for (let i = 0; i < 10; i++) await runner.query(`INSERT INTO ${t} (note) VALUES ($1)`, ['x']);
+        for (let i = 0; i < 10; i++) await runner.query(`INSERT INTO ${t} (note) VALUES (${sql.param})`, ['x']);
       }),
-      '1,000 rows': fenced((t) => runner.query(`INSERT INTO ${t} (note) SELECT 'x' FROM generate_series(1, 1000)`)),
+      '1,000 rows': fenced((t) => runner.query(`INSERT INTO ${t} (note) SELECT 'x' FROM ${sql.thousand}`)),
     };
     const lines = [
-      `PostgreSQL guarded table: wall µs per fenced transaction (median of ${ROUNDS} rounds of ${TRANSACTIONS}, one connection; 1,000-row batches: a tenth as many)`,
+      `${sql.title} guarded table: wall µs per fenced transaction (median of ${ROUNDS} rounds of ${TRANSACTIONS}, one connection; 1,000-row batches: a tenth as many)`,
       '',
       '| writes per transaction | unguarded µs | guarded µs | unguarded ÷ guarded |',
       '|---|---|---|---|',
@@ -75,6 +94,7 @@ async function main(): Promise<void> {
         }
         for (const table of Object.keys(cases)) walls[table]!.push(Number(spent[table]) / 1_000 / count);
         // Both tables keep the same size, so neither pays for a larger index.
+        // (MariaDB's TRUNCATE fires no trigger; PostgreSQL's guard needs the proof for it.)
         await dataSource.query('TRUNCATE plain');
         await runner.startTransaction();
         await election.assertLeader(leader, { ns, session: runner });
@@ -84,13 +104,18 @@ async function main(): Promise<void> {
       const [plain, guarded] = [median(walls.plain!), median(walls.guarded!)];
       lines.push(`| ${name} | ${plain.toFixed(0)} | ${guarded.toFixed(0)} | ${(plain / guarded).toFixed(2)}× |`);
     }
-    console.log(lines.join('\n'));
+    console.log(`${lines.join('\n')}\n`);
   } finally {
     if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
     await runner.release();
     await dataSource.destroy();
     await db.drop();
   }
+}
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2).filter((a): a is 'postgres' | 'mariadb' => a === 'postgres' || a === 'mariadb');
+  for (const kind of asked.length ? asked : (['postgres', 'mariadb'] as const)) await measure(kind);
 }
 
 main().catch((error) => {

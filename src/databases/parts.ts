@@ -50,7 +50,7 @@ export interface DatabaseParts {
    * dashboard's reads); absent where a read cannot wait without a bound (SQLite).
    */
   readonly cancellableReads?: CancellableReads;
-  /** Guarded tables: the proof the fence records and the triggers that check it (PostgreSQL); absent where not built. */
+  /** Guarded tables: the proof the fence records and the triggers that check it (PostgreSQL, MySQL/MariaDB); absent where not built (SQLite). */
   readonly guards?: GuardParts;
 }
 

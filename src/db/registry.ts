@@ -108,7 +108,8 @@ export const GemstoneDB = Object.freeze({
   /**
    * A migration that guards `table` for `options.ns` (default `"default"`) as
    * `ElectionService.guardTable` does, and whose `down` removes the guard: call its `up`/`down`
-   * from a migration of your own. PostgreSQL; elsewhere `up` throws a ValidationError saying so.
+   * from a migration of your own. PostgreSQL and MySQL/MariaDB; on SQLite `up` throws a
+   * ValidationError saying so.
    */
   guardTableMigration(table: string, options: { ns?: string; schema?: string } = {}): MigrationInterface {
     return guardTableMigration(table, options);

@@ -47,7 +47,7 @@ export function guardsOf(context: DbContext, parameter: string): GuardParts {
   if (!guards) {
     throw new ValidationError(
       parameter,
-      `cannot be guarded on ${partsOf(context).name}: guarded tables are built on PostgreSQL only so far; ` +
+      `cannot be guarded on ${partsOf(context).name}: guarded tables are built on PostgreSQL and MySQL/MariaDB only so far; ` +
         'on this database fence leader-only writes with assertLeader in their transaction',
     );
   }

@@ -89,8 +89,10 @@ function leaderCalls(context: DbContext, t: ElectionTables, shared: SharedStore,
 
     async lockLeaderToFence(m: EntityManager, ns: string, candidateId: string, term: number | undefined): Promise<LeaderRow | undefined> {
       // Where tables can be guarded, the same read records the transaction's proof (`contract/guards.ts`).
-      const proof = partsOf(context).guards?.proofColumns('l', candidateId, term) ?? raw('');
+      const guards = partsOf(context).guards;
+      const proof = guards?.proofColumns('l', candidateId, term) ?? raw('');
       const row = await members.lockLeader(m, ns, 'read', false, proof);
+      await guards?.afterProof?.(context, m);
       return row ? toLeaderRow(t, row) : undefined;
     },
     fencesByWriting: members.touchLeader !== undefined,

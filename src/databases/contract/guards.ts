@@ -54,6 +54,12 @@ export interface GuardParts {
    */
   proofColumns(alias: string, candidateId: string, term: number | undefined): SqlFragment;
   /**
+   * Called after the fence's read with {@link proofColumns}: where the proof outlives the
+   * transaction on its own (a MySQL user variable), what makes it end with it. Absent where the
+   * database ends it (PostgreSQL's transaction-local setting).
+   */
+  afterProof?(context: DbContext, m: EntityManager): Promise<void>;
+  /**
    * Installs (or replaces) the guard of `target` for `ns`, in `m`'s transaction. A table the
    * connection cannot see is a `ValidationError` (parameter `table`); a missing leader table,
    * {@link LeaderTableMissing}.

@@ -12,6 +12,7 @@ import { mysqlPrune } from './prune';
 import { mysqlSchema } from './schema';
 import { MYSQL_TYPES, mysqlSetup } from './setup';
 import { mysqlElect } from './elect';
+import { mysqlGuards } from './guard';
 
 registerDialect(MYSQL_TYPES, mysqlDialect);
 registerParts(mysqlDialect, {
@@ -25,5 +26,6 @@ registerParts(mysqlDialect, {
   session: mysqlSession,
   elect: mysqlElect,
   cancellableReads: mysqlReads,
+  guards: mysqlGuards,
 });
 registerTarget(mysqlTarget);
