@@ -119,6 +119,8 @@ describeEachDatabase('LeaderElector priority, eligibility and metadata', (db) =>
     const took: number[] = [];
     const electedLog: Array<{ who: number; term: number }> = [];
     const reasons: DemotionReason[] = [];
+    /** How much later than its schedule allows the acquiring tick of each trial ended (a loaded machine's timers and statements). */
+    const lateBy: number[] = [];
     let stoppedWorkAt = 0;
     const track = (who: number, e: LeaderElector) => {
       e.on('elected', (lease: Lease) => electedLog.push({ who, term: lease.term }));
@@ -143,6 +145,9 @@ describeEachDatabase('LeaderElector priority, eligibility and metadata', (db) =>
         },
       });
       track(trial, preferred);
+      // The preferred one's ticks: when each ended and how long its elect took.
+      const ticks: Array<{ endedAt: number; durationMs: number; outcome: string }> = [];
+      preferred.on('tick', (tick) => ticks.push({ endedAt: performance.now(), durationMs: tick.durationSeconds * 1000, outcome: tick.outcome }));
       const elected = new Promise<Lease>((resolve) => preferred.once('elected', resolve));
       const startedAt = performance.now();
       await preferred.start();
@@ -151,6 +156,12 @@ describeEachDatabase('LeaderElector priority, eligibility and metadata', (db) =>
       expect(current.isLeader).toBe(false);
       expect(startedLeadingAt).toBeGreaterThanOrEqual(stoppedWorkAt); // the old leader's work had ended
       took.push(startedLeadingAt - stoppedWorkAt);
+      // A tick starts at most 1.1 × interval after the previous one ended; what the acquiring one
+      // took beyond that (its timer fired late, its elect was slow) is what the hand-over may be
+      // late by. (PostgreSQL's NOTIFY may acquire before any tick: then nothing is added.)
+      const acquiring = ticks.findIndex((t) => t.outcome === 'acquired');
+      const [before, acquired] = [ticks[acquiring - 1], ticks[acquiring]];
+      lateBy.push(before && acquired ? Math.max(0, acquired.endedAt - before.endedAt - INTERVAL * 1.1) : 0);
       // The old leader's next tick (≤ 1.1 × interval) decides; then one NOTIFY or one tick of the new one.
       expect(performance.now() - startedAt).toBeLessThan(INTERVAL * 1.1 * 2 + 150 + 2_000);
       expect(lease.term).toBe(trial + 1);
@@ -169,7 +180,8 @@ describeEachDatabase('LeaderElector priority, eligibility and metadata', (db) =>
     // test below tells the two apart). A median of half an interval was asserted here on
     // PostgreSQL, and a CI run under extra CPU load measured 974, 867 and 231 ms: not a bound
     // that tells a NOTIFY from a tick on a loaded machine.
-    expect(Math.max(...took)).toBeLessThan(INTERVAL * 1.1 + 1_000);
+    // A loaded machine (ci34: sqlite3, 2,281 ms) is allowed what its ticks measured it late by.
+    took.forEach((t, i) => expect(t).toBeLessThan(INTERVAL * 1.1 + 1_000 + lateBy[i]!));
   });
 
   if (db.kind === 'postgres') {
