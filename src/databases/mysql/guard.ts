@@ -148,7 +148,7 @@ WHERE EVENT_OBJECT_SCHEMA = ${table.db} AND EVENT_OBJECT_TABLE = ${table.table} 
 
 /**
  * One guard trigger. It refuses the row's write unless the connection's proof holds `[term,
- * holder]` of the leader row for `ns`, read with a shared lock (held already by the proving
+ * holder]` of the leader row for `ns` (checked at the statement's first row), read with a shared lock (held already by the proving
  * transaction, whose fence locked the row for update: a takeover waits for this transaction) and
  * live by the clock of the writing statement. A write without a proof of `ns` is refused without
  * waiting for that lock. The refusal: SQLSTATE 45000, error 45001, a message that names the table
@@ -158,6 +158,11 @@ WHERE EVENT_OBJECT_SCHEMA = ${table.db} AND EVENT_OBJECT_TABLE = ${table.table} 
 function triggerDdl(name: string, event: string, table: { db: string; table: string }, leaders: { db: string; table: string }, ns: string, mark: string): string {
   const target = text(ns);
   const path = `CONCAT('$.', JSON_QUOTE(${target}))`;
+  // The statement's rows after its first share its check: the clock is the statement's, and the
+  // proof's fence holds the leader row locked until the transaction ends (so neither the holder
+  // nor the term can change in between). Keyed by the statement's clock and the proof, per
+  // installation and namespace; a later statement has a later clock and checks again.
+  const passed = `@gemstone_passed_${createHash('sha256').update(`${leaders.db}.${leaders.table}\u0000${ns}`).digest('hex').slice(0, 16)}`;
   const leaderRow = `${id(leaders.db)}.${id(leaders.table)} l WHERE l.ns = ${target} AND l.leader_id IS NOT NULL AND l.lease_expires_at > UTC_TIMESTAMP(6)`;
   return `CREATE TRIGGER ${id(table.db)}.${id(name)} BEFORE ${event} ON ${id(table.db)}.${id(table.table)} FOR EACH ROW
 BEGIN
@@ -168,9 +173,14 @@ BEGIN
   DECLARE message VARCHAR(2048) CHARACTER SET utf8mb4;
   DECLARE detail TEXT CHARACTER SET utf8mb4;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET holder = NULL, held = NULL;
-  IF ${PROOF} IS NOT NULL AND JSON_CONTAINS_PATH(${PROOF}, 'one', ${path}) THEN
+  IF ${passed} IS NOT NULL AND ${passed} = CONCAT(UTC_TIMESTAMP(6), ' ', ${PROOF}) THEN
+    SET proved = 1;
+  ELSEIF ${PROOF} IS NOT NULL AND JSON_CONTAINS_PATH(${PROOF}, 'one', ${path}) THEN
     SELECT l.leader_id, l.term INTO holder, held FROM ${leaderRow} LOCK IN SHARE MODE;
     SET proved = COALESCE(holder IS NOT NULL AND JSON_CONTAINS(${PROOF}, JSON_OBJECT(${target}, JSON_ARRAY(held + 0, holder))), 0);
+    IF proved = 1 THEN
+      SET ${passed} = CONCAT(UTC_TIMESTAMP(6), ' ', ${PROOF});
+    END IF;
   ELSE
     SELECT l.leader_id, l.term INTO holder, held FROM ${leaderRow};
   END IF;
