@@ -1,7 +1,9 @@
 /**
  * A short chaos run per database (tools/chaos): five workers with a 2 s lease and different
  * priorities (one of them ineligible) do fenced writes and run an every-second schedule whose job
- * writes a ledger row in `run.transaction`, while faults are injected; two watchers follow the
+ * writes a ledger row in `run.transaction`, while faults are injected (on PostgreSQL and MariaDB
+ * each write also goes to a guarded table, half of them without the fence, beside a rogue process
+ * that never leads: the database must refuse every unproved write); two watchers follow the
  * leadership; the checker (ledger, history table, watchers, priorities, the loops' callbacks and
  * leader work per leadership, the schedule's claims and runs) must pass. And the same harness with fencing sabotaged must fail — so a pass means something.
  */
@@ -44,6 +46,11 @@ interface Summary {
     loopLeaderships?: number;
     workItems?: number;
     linearizability?: Linearizability;
+    guardedRows?: number;
+    fenceSkipped?: number;
+    skippedRefused?: number;
+    rogueAttempts?: number;
+    rogueRefused?: number;
   };
   outDir: string;
 }
@@ -142,7 +149,10 @@ describeEachDatabase(
         // inside its fence and before it; the top-priority worker joins once a lower one leads. So the assertions below hold for every seed and any
         // machine speed: the run opens with a hand-over, then a failover. Worker 4 has the
         // highest priority of all but is ineligible: it must never lead.
-        const summary = await chaos(['--url', db.url(), '--duration', String(DURATION_S), '--min-faults', '3', '--priorities', '0,0,1,2,3', '--ineligible', '4']);
+        // PostgreSQL and MariaDB: the workers also write a guarded table, skipping assertLeader
+        // half of the time, beside a rogue that never leads: the database must refuse them all (u).
+        const guarded = db.kind !== 'sqlite';
+        const summary = await chaos(['--url', db.url(), '--duration', String(DURATION_S), '--min-faults', '3', '--priorities', '0,0,1,2,3', '--ineligible', '4', ...(guarded ? ['--guarded'] : [])]);
         expect(failures(summary)).toEqual([]);
         expect(summary.ok).toBe(true);
         expect(checkIds(summary)).toEqual(expect.arrayContaining(HISTORY_CHECKS));
@@ -157,6 +167,15 @@ describeEachDatabase(
         expectScheduled(summary, db.name);
         expectLoopsRecorded(summary, db.name);
         reportLinearizability(db.name, summary);
+        if (guarded) {
+          console.log(`chaos ${db.name}: ${summary.checks.find((c) => c.id === 'u')?.detail}`);
+          expect(checkIds(summary)).toContain('u');
+          expect(summary.stats.guardedRows).toBe(summary.stats.writes);
+          expect(summary.stats.fenceSkipped).toBeGreaterThanOrEqual(5);
+          expect(summary.stats.skippedRefused).toBe(summary.stats.fenceSkipped);
+          expect(summary.stats.rogueAttempts).toBeGreaterThanOrEqual(3);
+          expect(summary.stats.rogueRefused).toBe(summary.stats.rogueAttempts);
+        }
       },
       DURATION_S * 1000 + 90_000,
     );

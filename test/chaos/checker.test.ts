@@ -1076,3 +1076,45 @@ describe('chaos checker (n), (o): the loops\' callbacks, events and leader work 
     expect(violationsOf(result, 'o')).toEqual(['no leader work item was recorded: nothing to check']);
   });
 });
+
+describe('chaos checker (u): the guarded ledger', () => {
+  const { checkGuarded } = require('../../tools/chaos/guarded-check') as {
+    checkGuarded: (input: unknown) => { check: { ok: boolean; violations: string[] }; stats: Record<string, number> };
+  };
+  const ns = 'chaos';
+  const write = (holder: string, seq: number, term = 1) => ({ id: seq, kind: 'write', ns, term, holder, worker: 0, seq, leaseUntil: null, at: 0 });
+  const row = (holder: string, seq: number, term = 1, worker = 0) => ({ ns, term, holder, worker, seq });
+  const rogue = ['no fence', 'ignored NotLeaderError', "the leader's identity"].map((way) => ({ ev: 'rogue-refused', way }));
+  const skippedAndRefused = [
+    { t: 1, ev: 'fence-skipped', slot: 0, incarnation: 1, seq: 2, term: 1 },
+    { t: 2, ev: 'action-guard-refused', slot: 0, incarnation: 1, seq: 2, term: 1 },
+  ];
+  const clean = () => ({ ns, guardedRows: [row('a', 1)], ledger: [write('a', 1)], events: [...skippedAndRefused], rogueEvents: [...rogue] });
+
+  test('a clean run passes and counts what it checked', () => {
+    const result = checkGuarded(clean());
+    expect(result.check.violations).toEqual([]);
+    expect(result.stats).toEqual({ guardedRows: 1, fenceSkipped: 1, skippedRefused: 1, rogueAttempts: 3, rogueRefused: 3 });
+  });
+
+  test('a skipped fence that committed, a rogue row, rows without their twin, a rogue that did not try every way: each a violation', () => {
+    const committedSkip = clean();
+    committedSkip.events = [skippedAndRefused[0]!, { ...skippedAndRefused[1]!, ev: 'action-commit' }];
+    expect(checkGuarded(committedSkip).check.violations).toEqual([expect.stringMatching(/skipped assertLeader .* and committed/)]);
+
+    const rogueRow = clean();
+    rogueRow.guardedRows.push(row('a', 0, 1, -1));
+    rogueRow.rogueEvents.push({ ev: 'rogue-committed', way: 'no fence' });
+    expect(checkGuarded(rogueRow).check.violations).toEqual([expect.stringMatching(/rogue committed a row/), expect.stringMatching(/the rogue: rogue-committed/)]);
+
+    const unpaired = clean();
+    unpaired.guardedRows.push(row('b', 7));
+    unpaired.ledger.push(write('c', 8));
+    expect(checkGuarded(unpaired).check.violations).toEqual([expect.stringMatching(/b seq 7 .* has no ledger write/), expect.stringMatching(/c seq 8 .* has no guarded row/)]);
+
+    const vacuous = clean();
+    vacuous.events = [];
+    vacuous.rogueEvents = rogue.slice(0, 1);
+    expect(checkGuarded(vacuous).check.violations).toEqual(['no action skipped assertLeader: nothing to check', 'the rogue tried 1 of its 3 ways: nothing to check']);
+  });
+});

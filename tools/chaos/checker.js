@@ -114,7 +114,7 @@ function tickSlowness(events, tickMaxMs) {
 }
 
 /** The outcomes an action logs. */
-const OUTCOMES = ['action-commit', 'action-fenced', 'action-error'];
+const OUTCOMES = ['action-commit', 'action-fenced', 'action-guard-refused', 'action-error'];
 
 /**
  * The history, watch, priority and fenced-off inputs are optional: checks (h)–(l) run on what is given.
@@ -122,14 +122,16 @@ const OUTCOMES = ['action-commit', 'action-fenced', 'action-error'];
  *   slackMs: number, clockToleranceMs: number, runStart: number, stopAt: number, history?: HistoryRow[], watches?: WatchRecord[],
  *   watchFailures?: string[], settings?: SlotSetting[], final?: FinalLeader, lastFaultEnd?: number, settleMs?: number,
  *   requireWrites?: boolean, balance?: boolean, requireSecondTerm?: boolean, startupMs?: number,
- *   expectStalls?: ('before-fence' | 'in-fence')[], scheduled?: boolean, runs?: import('./runs-check').RunRow[], loopCallbacks?: boolean }} input
+ *   expectStalls?: ('before-fence' | 'in-fence')[], scheduled?: boolean, runs?: import('./runs-check').RunRow[], loopCallbacks?: boolean, guarded?: boolean }} input
  *   `requireWrites: false`: a namespace without writes is no failure (group mode decides over all of them);
  *   `balance: true`: hand-overs between equal priorities are expected (a balancing group);
  *   `requireSecondTerm: false`: (c) with nothing to check is no failure (group mode decides over all namespaces);
  *   `startupMs`: bound of the first grant after the first worker's start (default {@link STARTUP_MS});
  *   `expectStalls`: the stalls the run's schedule guaranteed ((f) and (i) fail without them);
  *   `scheduled`: the workers ran a schedule, so (r) checks its runs (`runs`: the runs table at the end);
- *   `loopCallbacks`: the workers recorded their loop's callbacks, events and work items, so (n) and (o) check them.
+ *   `loopCallbacks`: the workers recorded their loop's callbacks, events and work items, so (n) and (o) check them;
+ *   `guarded`: the workers' writes went to a guarded table first, which refuses a write whose
+ *   lease ran out even inside the fence: a stall inside it (longer than the lease) is then refused.
  */
 function check(input) {
   const { events, faults, leaseMs, tickMaxMs, slackMs, clockToleranceMs, stopAt } = input;
@@ -317,16 +319,18 @@ function check(input) {
   // must be fenced off; one stalled after it holds the fence's lock, so its write commits.
   /** @type {string[]} */ const fencing = [];
   const stalls = events.filter((e) => e.ev === 'stall');
-  const asExpected = stallOutcomes(events, faults, stopAt, fencing);
+  const inFence = input.guarded ? 'action-guard-refused' : 'action-commit';
+  const asExpected = stallOutcomes(events, faults, stopAt, fencing, inFence);
+  const inFenceDid = input.guarded ? 'refused by the guarded table, the lease over' : 'committed';
   for (const where of input.expectStalls ?? []) {
-    if (asExpected[where] === 0) fencing.push(`no stall ${where} ended as expected (${where === 'before-fence' ? 'fenced off' : 'committed'}): nothing to check`);
+    if (asExpected[where] === 0) fencing.push(`no stall ${where} ended as expected (${where === 'before-fence' ? 'fenced off' : inFenceDid}): nothing to check`);
   }
   add(
     'f',
-    'stalled leaders: fenced off before the fence, committed inside it',
+    `stalled leaders: fenced off before the fence, ${inFenceDid} inside it`,
     fencing,
     `${stalls.filter((s) => s.where === 'before-fence').length} stalls before assertLeader (${asExpected['before-fence']} fenced off), ` +
-      `${stalls.filter((s) => s.where === 'in-fence').length} inside the fence (${asExpected['in-fence']} committed)`,
+      `${stalls.filter((s) => s.where === 'in-fence').length} inside the fence (${asExpected['in-fence']} ${inFenceDid})`,
   );
 
   // (e) robustness and liveness sanity: a run that wrote nothing proves nothing.
@@ -396,15 +400,16 @@ function check(input) {
  * its process could not finish it: killed (a kill fault on its slot after the stall began), stopped
  * (its 'stopping' report after the stall), or the run ended before the stall did.
  * @param {WorkerEvent[]} events @param {Fault[]} faults @param {number} stopAt @param {string[]} violations
+ * @param {string} [inFence] the outcome a stall inside the fence must have (a guarded run: refused)
  * @returns {{ 'before-fence': number, 'in-fence': number }} stalls that ended as expected, per place
  */
-function stallOutcomes(events, faults, stopAt, violations) {
+function stallOutcomes(events, faults, stopAt, violations, inFence = 'action-commit') {
   const ok = { 'before-fence': 0, 'in-fence': 0 };
   for (const stall of events.filter((e) => e.ev === 'stall')) {
     const own = (/** @type {WorkerEvent} */ e) => e.slot === stall.slot && e.incarnation === stall.incarnation;
     const outcome = events.find((e) => own(e) && e.seq === stall.seq && OUTCOMES.includes(e.ev));
     const where = /** @type {'before-fence' | 'in-fence'} */ (stall.where);
-    const expected = where === 'before-fence' ? 'action-fenced' : 'action-commit';
+    const expected = where === 'before-fence' ? 'action-fenced' : inFence;
     const who = `worker ${stall.slot}/${stall.incarnation} stalled ${where} (seq ${stall.seq}${stall.ns === undefined ? '' : `, ${stall.ns}`})`;
     if (!outcome) {
       const killed = faults.some((f) => f.type === 'kill' && f.slot === stall.slot && f.end >= stall.t && f.start <= stall.t + Number(stall.ms ?? 0) + 5000);
@@ -875,4 +880,4 @@ function checkGroup(input) {
   };
 }
 
-module.exports = { check, checkGroup, checkLoopCallbacks };
+module.exports = { OUTCOMES, check, checkGroup, checkLoopCallbacks };

@@ -75,7 +75,7 @@ function opRecorder(file, who) {
       put({ f: 'write', type: 'invoke', ns, term, seq, at: now() });
     },
 
-    /** @param {number} seq @param {'committed' | 'refused' | 'error'} status @param {Record<string, unknown>} [fields] */
+    /** @param {number} seq @param {'committed' | 'refused' | 'guard-refused' | 'error'} status @param {Record<string, unknown>} [fields] */
     writeReturned(seq, status, fields = {}) {
       put({ f: 'write', type: status, seq, at: now(), ...fields });
     },

@@ -287,6 +287,7 @@ function writeEntry(common, call, ret, committed, claimed, problems) {
     return { ...base, returnAt: ret.at, result: { status: 'refused', term: ret.current, leaderId: ret.leaderId } };
   }
   if (ret?.type === 'committed' && !row) problems.push(`${common.process}: write seq ${call.seq} of term ${call.term} committed, but the ledger lacks it`);
+  if (ret?.type === 'guard-refused' && row) problems.push(`${common.process}: write seq ${call.seq} was refused by the guarded table but the ledger holds it`);
   if (!row) return { ...base, returnAt: ret?.at ?? null, result: null };
   // An error may come after the commit went through (the answer lost): then it may have committed any time after.
   return { ...base, returnAt: ret?.type === 'committed' ? ret.at : null, result: { status: 'committed', at: row.at } };

@@ -18,6 +18,7 @@ const fs = require('fs');
 const path = require('path');
 const db = require('./database');
 const { check, checkGroup } = require('./checker');
+const { checkGuarded } = require('./guarded-check');
 const { linearizabilityCheck } = require('./run-history');
 const { GUARANTEED_STALLS, faultBag, faultsFor, inject, leaderCostingFault, rng, sh } = require('./faults');
 const { ChaosProxy } = require('./proxy');
@@ -75,7 +76,7 @@ function slotSettings(workers, priorities = [], ineligible = []) {
  * @typedef {{ db?: import('./database').Kind, url?: string, workers?: number, durationS?: number, leaseS?: number,
  *   workMs?: number, slackMs?: number, clockToleranceMs?: number, minFaults?: number, seed?: number, faults?: string[], dbRestart?: boolean,
  *   out?: string, keep?: boolean, unfenced?: boolean, appTransactions?: boolean, priorities?: number[], ineligible?: number[],
- *   settleMs?: number, slowWatchPollMs?: number, group?: number, balance?: boolean, scheduleMs?: number, scheduleNamespaces?: number,
+ *   settleMs?: number, slowWatchPollMs?: number, group?: number, balance?: boolean, scheduleMs?: number, scheduleNamespaces?: number, guarded?: boolean,
  *   log?: (line: string) => void }} RunOptions
  */
 
@@ -108,6 +109,7 @@ async function runChaos(options) {
   const settings = slotSettings(o.workers, o.priorities, o.ineligible);
   if (o.group !== undefined && (!Number.isInteger(o.group) || o.group < 1 || o.group > 1000)) throw new Error(`chaos: --group ${o.group} is not a number of namespaces from 1 to 1000`);
   if (o.balance && o.group === undefined) throw new Error('chaos: --balance needs --group');
+  if (o.guarded && (kind === 'sqlite' || o.group !== undefined || o.unfenced)) throw new Error('chaos: --guarded needs PostgreSQL or MariaDB, one namespace and the fence (not --group, not --unfenced)');
   const namespaces = o.group === undefined ? [o.ns] : groupNamespaces(o.ns, o.group);
   /** The namespace the faults aim at, the watchers follow and the timeline shows. */
   const primaryNs = namespaces[0];
@@ -131,6 +133,13 @@ async function runChaos(options) {
   await setup.destroy();
   let admin = await db.connectAdmin(url);
   await db.installLedger(admin);
+  if (o.guarded) {
+    // The guarded ledger, guarded for the run's namespace as an application would do it.
+    await db.installGuardedLedger(admin);
+    const guardDs = await initDb(url, { createTables: false });
+    await new ElectionService(guardDs).guardTable('chaos_guarded', { ns: o.ns });
+    await guardDs.destroy();
+  }
 
   // Two observers for the whole run, straight to the database (no proxy, no faults): one at the
   // default poll, one polling less often than a lease lasts, which must fill in the states it
@@ -215,6 +224,7 @@ async function runChaos(options) {
         CHAOS_OPS_LOG: path.join(opsDir, `w${slot}-${incarnation}.jsonl`),
         CHAOS_CONTROL: `${base}.control.json`,
         CHAOS_UNFENCED: o.unfenced ? '1' : '0',
+        CHAOS_GUARDED: o.guarded ? '1' : '0',
         CHAOS_APP_TX: o.appTransactions ? '1' : '0',
         CHAOS_PRIORITY: String(settings[slot].priority),
         CHAOS_ELIGIBLE: settings[slot].eligible ? '1' : '0',
@@ -236,6 +246,21 @@ async function runChaos(options) {
     slots[slot] = entry;
   };
 
+  /** The rogue of a guarded run (tools/chaos/rogue.js): never leads, writes the guarded ledger anyway. */
+  const rogueLog = path.join(outDir, 'rogue.jsonl');
+  /** @type {{ child: import('child_process').ChildProcess, exited: Promise<unknown> } | undefined} */
+  let rogue;
+  const startRogue = () => {
+    const output = fs.openSync(path.join(outDir, 'rogue.out'), 'a');
+    const child = spawn(process.execPath, [...childExecArgv(), path.join(__dirname, 'rogue.js')], {
+      env: { ...process.env, CHAOS_URL: url, CHAOS_NS: o.ns, CHAOS_CANDIDATE_ID: crypto.randomUUID(), CHAOS_WORK_MS: String(o.workMs), CHAOS_LOG: rogueLog },
+      stdio: ['ignore', output, output],
+      detached: true,
+    });
+    fs.closeSync(output);
+    rogue = { child, exited: new Promise((resolve) => child.on('exit', resolve)) };
+  };
+
   /** @type {import('./checker').Fault[]} */
   const faults = [];
   const faultLog = path.join(outDir, 'faults.jsonl');
@@ -255,6 +280,7 @@ async function runChaos(options) {
     // opens with a hand-over, whatever the seed.
     const late = settings.filter((s) => s.eligible && s.priority === topPriority && settings.some((l) => l.eligible && l.priority < topPriority)).map((s) => s.slot);
     for (let slot = 0; slot < o.workers; slot++) if (!late.includes(slot)) spawnWorker(slot);
+    if (o.guarded) startRogue();
 
     /** @type {import('./faults').FaultContext} */
     const ctx = {
@@ -396,6 +422,15 @@ async function runChaos(options) {
   } finally {
     stopAt = Date.now();
     for (const proxy of proxies) proxy?.heal();
+    if (rogue) {
+      rogue.child.kill('SIGTERM');
+      /** @type {NodeJS.Timeout | undefined} */
+      let rogueTimer;
+      const ended = await Promise.race([rogue.exited.then(() => true), new Promise((resolve) => (rogueTimer = setTimeout(() => resolve(false), 10_000)))]);
+      clearTimeout(rogueTimer);
+      if (!ended) rogue.child.kill('SIGKILL');
+      await rogue.exited;
+    }
     for (const s of slots) {
       if (!s) continue;
       s.expectedExit = true;
@@ -456,13 +491,20 @@ async function runChaos(options) {
   const common = { ledger, events, faults, leaseMs, tickMaxMs, slackMs: o.slackMs, clockToleranceMs: o.clockToleranceMs, runStart, stopAt, watches, watchFailures, settings, lastFaultEnd, settleMs, expectStalls, scheduled: o.scheduleMs > 0, runs, loopCallbacks: true };
   const result =
     o.group === undefined
-      ? check({ ...common, ns: o.ns, history, final })
+      ? check({ ...common, ns: o.ns, history, final, guarded: Boolean(o.guarded) })
       : checkGroup({ ...common, namespaces, histories, finals: interruptedFinals(finals, namespaces), balance: Boolean(o.balance) });
   // The same run as operations with their call intervals, checked for a linearization.
   const lin = linearizabilityCheck({ outDir, leaseMs, toleranceMs: o.clockToleranceMs, ledger, watchedNs: primaryNs, t0: runStart });
   result.checks.push(lin.check);
   result.ok = result.ok && lin.check.ok;
   Object.assign(result.stats, { linearizability: lin.stats });
+  if (o.guarded) {
+    const rogueEvents = fs.existsSync(rogueLog) ? fs.readFileSync(rogueLog, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line)) : [];
+    const guardedResult = checkGuarded({ ns: o.ns, guardedRows: await db.readGuarded(admin), ledger, events, rogueEvents });
+    result.checks.push(guardedResult.check);
+    result.ok = result.ok && guardedResult.check.ok;
+    Object.assign(result.stats, guardedResult.stats);
+  }
   if (unexpectedExits.length) {
     result.checks.push({ id: 'e2', name: 'no worker exited on its own', ok: false, detail: unexpectedExits.join('; '), violations: unexpectedExits });
     result.ok = false;

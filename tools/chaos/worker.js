@@ -22,12 +22,16 @@
  * work item as it starts (`work`: its lease's signal and the loop's last successful tick), for the
  * checker's (n) and (o).
  *
+ * CHAOS_GUARDED ('1'): the run's guarded ledger (`chaos_guarded`, guarded for the namespace) takes
+ * each action's row first, and half of the actions skip `assertLeader` (never a stalled one): the
+ * database must refuse every one of those, so only fenced actions commit.
+ *
  * A stall order the runner writes to CHAOS_CONTROL (`{ where, ms, armedAt }`) makes the next fenced action block
  * its whole process (like a long GC pause) just before `assertLeader` or just after it.
  */
 const fs = require('fs');
 const { initDb, LeaderElector, LeaderElectorGroup, ElectionService, NotLeaderError } = require('gemstone-utils');
-const { kindOfUrl, ledgerInsert, jobInsert } = require('./database');
+const { kindOfUrl, ledgerInsert, jobInsert, guardedInsert, isGuardRefusal } = require('./database');
 const { SCHEDULE, ledgerJob } = require('./scheduled-job');
 const { opRecorder } = require('./op-recorder');
 
@@ -43,6 +47,8 @@ const logFile = /** @type {string} */ (env.CHAOS_LOG);
 const controlFile = env.CHAOS_CONTROL;
 /** Sabotage for the harness's own test: skip assertLeader, so the checker must find stale writes. */
 const unfenced = env.CHAOS_UNFENCED === '1';
+/** The guarded ledger: every action writes it first; half of them skip the fence (see the header). */
+const guarded = env.CHAOS_GUARDED === '1';
 /**
  * SQLite only: one DataSource (one connection) for the elector and the application, as a small
  * app has it, and the app keeps running its own transactions that roll back at random and writes
@@ -111,12 +117,13 @@ function maybeStall(/** @type {'before-fence' | 'in-fence'} */ where, /** @type 
     log('stall-dropped', { where: armedStall.where });
     armedStall = null;
   }
-  if (armedStall?.where !== where) return;
+  if (armedStall?.where !== where) return false;
   const { ms } = armedStall;
   armedStall = null;
   log('stall', { where, ms, seq, ...(actionNs === undefined ? {} : { ns: actionNs }) });
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
   log('stall-end', { where, seq, ...(actionNs === undefined ? {} : { ns: actionNs }) });
+  return true;
 }
 
 /** initDb through the proxy, retried: the worker may start during a partition. */
@@ -147,6 +154,7 @@ async function main() {
   }
   const service = new ElectionService(workDs, { expireSeconds: leaseSeconds });
   const insert = ledgerInsert(kind);
+  const guardedRow = guarded ? guardedInsert(kind) : '';
 
   // The loop's callbacks and events per leadership, for the checker's (n) and (o): each Lease
   // object is one leadership (a term granted twice is two), numbered in the order first seen, and
@@ -248,9 +256,14 @@ async function main() {
     try {
       await runner.connect();
       await runner.startTransaction();
-      maybeStall('before-fence', mySeq, namespaces ? actionNs : undefined);
-      if (!unfenced) await service.assertLeader(candidateId, { ns: actionNs, term: lease.term, session: runner });
-      maybeStall('in-fence', mySeq, namespaces ? actionNs : undefined);
+      const stalled = maybeStall('before-fence', mySeq, namespaces ? actionNs : undefined);
+      // Guarded mode: code that forgot the fence, half of the time (a stalled action keeps it: the
+      // checker expects its fence's outcome).
+      const skipped = guarded && !unfenced && !stalled && Math.random() < 0.5;
+      if (skipped) log('fence-skipped', { ...tag, term: lease.term, seq: mySeq });
+      if (!unfenced && !skipped) await service.assertLeader(candidateId, { ns: actionNs, term: lease.term, session: runner });
+      if (!skipped) maybeStall('in-fence', mySeq, namespaces ? actionNs : undefined);
+      if (guarded) await runner.query(guardedRow, [actionNs, lease.term, candidateId, slot, mySeq]);
       await runner.query(insert, [actionNs, lease.term, candidateId, slot, mySeq]);
       await runner.commitTransaction();
       ops.writeReturned(mySeq, 'committed');
@@ -260,6 +273,10 @@ async function main() {
       if (error instanceof NotLeaderError) {
         ops.writeReturned(mySeq, 'refused', { current: error.term, leaderId: error.leaderId });
         log('action-fenced', { ...tag, term: lease.term, seq: mySeq, current: error.term, leaderId: error.leaderId });
+      } else if (guarded && isGuardRefusal(error)) {
+        // No effect: nothing of the transaction committed (not a lease observation either).
+        ops.writeReturned(mySeq, 'guard-refused');
+        log('action-guard-refused', { ...tag, term: lease.term, seq: mySeq });
       } else {
         ops.writeReturned(mySeq, 'error');
         log('action-error', { ...tag, term: lease.term, seq: mySeq, message: describe(error) });
