@@ -252,3 +252,45 @@ async function waitForLeader(electors: LeaderElector[], limitMs: number): Promis
     await sleep(5);
   }
 }
+
+test('a guarded table on the cluster: the guard replicates to every node; only a transaction that proved the live leadership writes it, on any node; after a takeover on another node the old leader\'s proved write fails', async () => {
+  const [nodeA, nodeB, nodeC] = dataSources as [DataSource, DataSource, DataSource];
+  const ns = `guard-${randomUUID().slice(0, 8)}`;
+  const table = `guarded_${randomUUID().slice(0, 8)}`;
+  const insert = `INSERT INTO ${table} (note) VALUES (?)`;
+  await nodeA.query(`CREATE TABLE ${table} (id bigint AUTO_INCREMENT PRIMARY KEY, note varchar(40) NOT NULL) ENGINE=InnoDB`);
+  const [a, b] = [randomUUID(), randomUUID()];
+  const onA = new ElectionService(nodeA, { expireSeconds: 2 });
+  await onA.guardTable(table, { ns });
+  expect(await onA.elect(a, { ns })).toBe(a);
+  // The triggers are DDL: replicated in the cluster's total order. Each node has them before it is asked.
+  for (const node of [nodeB, nodeC]) {
+    const deadline = performance.now() + 10_000;
+    const triggers = async () => Number(((await node.query('SELECT COUNT(*) AS n FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = ?', [table])) as Array<{ n: string }>)[0]!.n);
+    while ((await triggers()) < 3 && performance.now() < deadline) await sleep(50);
+    expect(await triggers()).toBe(3);
+    const refused = await node.query(insert, ['unproved']).catch((e: unknown) => e);
+    expect((refused as { driverError?: { errno?: number } }).driverError?.errno).toBe(45001);
+  }
+  // The leader proves on another node than the one it was elected through (the leader row is the cluster's).
+  await withTransaction(nodeB, async (m) => {
+    await m.query('SET SESSION wsrep_sync_wait = 1');
+    await new ElectionService(nodeB).assertLeader(a, { ns, session: m });
+    await m.query(insert, ['proved on B']);
+  });
+  // The lease runs out; b takes over through node C; a's proved write on node A is then refused
+  // (its fence reads the replicated row) or aborted by certification (its fence's write conflicts).
+  await sleep(2_200);
+  expect(await new ElectionService(nodeC, { expireSeconds: 2 }).elect(b, { ns })).toBe(b);
+  const stale = await withTransaction(nodeA, async (m) => {
+    await onA.assertLeader(a, { ns, session: m, term: 1 });
+    await m.query(insert, ['stale on A']);
+  }, { conflictRetries: 0 }).catch((e: unknown) => e);
+  expect(stale instanceof NotLeaderError || conflictKind(stale) !== undefined).toBe(true);
+  const notes = await withTransaction(nodeC, async (m) => {
+    await m.query('SET SESSION wsrep_sync_wait = 1'); // reads after every write the cluster ordered before
+    return ((await m.query(`SELECT note FROM ${table} ORDER BY id`)) as Array<{ note: string }>).map((r) => r.note);
+  });
+  expect(notes).toEqual(['proved on B']);
+  report('Galera guarded table', { refusedOnOtherNodes: 2, stale: stale instanceof NotLeaderError ? 'NotLeaderError' : conflictKind(stale) });
+});
