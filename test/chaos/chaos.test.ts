@@ -49,6 +49,7 @@ interface Summary {
     guardedRows?: number;
     fenceSkipped?: number;
     skippedRefused?: number;
+    skippedUnfinished?: number;
     rogueAttempts?: number;
     rogueRefused?: number;
   };
@@ -94,12 +95,13 @@ async function chaos(args: string[]): Promise<Summary> {
 
 /**
  * What every CI run must have exercised, whatever the seed (the schedule guarantees the stalls):
- * a stall inside the fence that committed, one before it that was fenced off, and actions judged
+ * a stall inside the fence that ended as (f) expects (committed; refused by the guarded table in a
+ * guarded run), one before it that was fenced off, and actions judged
  * against a later term. Printed, so a log shows it.
  */
 function expectExercised(summary: Summary, label: string) {
   const { stallsInFenceCommitted, stallsBeforeFenceFenced, fenced, judgedActions } = summary.stats;
-  console.log(`chaos ${label}: ${stallsInFenceCommitted} in-fence stalls committed, ${stallsBeforeFenceFenced} before-fence stalls fenced off, ${fenced} writes fenced off, ${judgedActions} actions judged against a later term`);
+  console.log(`chaos ${label}: ${stallsInFenceCommitted} in-fence stalls as expected (committed; in a guarded run refused by the table, the lease over), ${stallsBeforeFenceFenced} before-fence stalls fenced off, ${fenced} writes fenced off, ${judgedActions} actions judged against a later term`);
   expect(stallsInFenceCommitted).toBeGreaterThanOrEqual(1);
   expect(stallsBeforeFenceFenced).toBeGreaterThanOrEqual(1);
   expect(fenced).toBeGreaterThanOrEqual(1);
@@ -172,7 +174,9 @@ describeEachDatabase(
           expect(checkIds(summary)).toContain('u');
           expect(summary.stats.guardedRows).toBe(summary.stats.writes);
           expect(summary.stats.fenceSkipped).toBeGreaterThanOrEqual(5);
-          expect(summary.stats.skippedRefused).toBe(summary.stats.fenceSkipped);
+          // Each skipped fence was refused by the table, or ended without its answer (a kill, a connection error) and without a row: (u) checks which.
+          expect(summary.stats.skippedRefused).toBeGreaterThanOrEqual(5);
+          expect(Number(summary.stats.skippedRefused) + Number(summary.stats.skippedUnfinished)).toBe(summary.stats.fenceSkipped);
           expect(summary.stats.rogueAttempts).toBeGreaterThanOrEqual(3);
           expect(summary.stats.rogueRefused).toBe(summary.stats.rogueAttempts);
         }

@@ -1094,7 +1094,20 @@ describe('chaos checker (u): the guarded ledger', () => {
   test('a clean run passes and counts what it checked', () => {
     const result = checkGuarded(clean());
     expect(result.check.violations).toEqual([]);
-    expect(result.stats).toEqual({ guardedRows: 1, fenceSkipped: 1, skippedRefused: 1, rogueAttempts: 3, rogueRefused: 3 });
+    expect(result.stats).toEqual({ guardedRows: 1, fenceSkipped: 1, skippedRefused: 1, skippedUnfinished: 0, rogueAttempts: 3, rogueRefused: 3 });
+  });
+
+  test('a skipped fence that ended without the table\'s answer (its process killed, or a connection error) passes without a row in the table, and fails with one', () => {
+    const killed = clean();
+    killed.events = [{ t: 0, ev: 'start', slot: 0, incarnation: 1, candidateId: 'a' } as never, skippedAndRefused[0]!];
+    expect(checkGuarded(killed).check.violations).toEqual([]);
+    expect(checkGuarded(killed).stats).toMatchObject({ skippedRefused: 0, skippedUnfinished: 1 });
+    const errored = clean();
+    errored.events = [skippedAndRefused[0]!, { ...skippedAndRefused[1]!, ev: 'action-error', message: 'Connection terminated' } as never];
+    expect(checkGuarded(errored).check.violations).toEqual([]);
+    killed.guardedRows.push(row('a', 2));
+    killed.ledger.push(write('a', 2));
+    expect(checkGuarded(killed).check.violations).toEqual([expect.stringMatching(/skipped assertLeader \(seq 2, term 1\): its row is in the table/)]);
   });
 
   test('a skipped fence that committed, a rogue row, rows without their twin, a rogue that did not try every way: each a violation', () => {
