@@ -1,7 +1,7 @@
 /**
- * `npm run bench:guard-cost`: what a guarded table's triggers cost a writer on PostgreSQL and on
- * MariaDB (docs/fencing.md), beside the same writes to an unguarded twin. `-- postgres` or
- * `-- mariadb` runs one of them.
+ * `npm run bench:guard-cost`: what a guarded table's triggers cost a writer on PostgreSQL, MariaDB
+ * and SQLite (better-sqlite3, a database file) (docs/fencing.md), beside the same writes to an
+ * unguarded twin. `-- postgres`, `-- mariadb` or `-- sqlite` runs one of them.
  *
  * Every transaction runs as the library's fenced writes do: BEGIN, the leader's proof (its fence:
  * `ElectionService.assertLeader` on a QueryRunner), the writes, COMMIT. Each case writes once to
@@ -10,7 +10,7 @@
  * - `one row`: one single-row INSERT;
  * - `ten statements`: ten single-row INSERTs (the trigger runs once per statement);
  * - `1,000 rows`: one INSERT … SELECT of 1,000 rows (a batch: PostgreSQL's statement trigger
- *   runs once, MariaDB's row trigger 1,000 times).
+ *   runs once, MariaDB's and SQLite's row triggers 1,000 times).
  * The ratio is the unguarded transaction's time ÷ the guarded one's (1.00×: no cost).
  */
 import type { QueryRunner } from 'typeorm';
@@ -23,23 +23,34 @@ const CHUNK = 50;
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
-/** What differs between the two databases: the tables' DDL, a parameter, a 1,000-row source. */
+/** What differs between the databases: the tables' DDL, a parameter, a 1,000-row source, emptying a table. */
 const SQL = {
   postgres: {
     title: 'PostgreSQL',
     table: (name: string) => `CREATE TABLE ${name} (id bigserial PRIMARY KEY, note text NOT NULL)`,
     param: '$1',
     thousand: 'generate_series(1, 1000)',
+    empty: 'TRUNCATE',
   },
   mariadb: {
     title: 'MariaDB',
     table: (name: string) => `CREATE TABLE ${name} (id bigint AUTO_INCREMENT PRIMARY KEY, note varchar(20) NOT NULL)`,
     param: '?',
     thousand: 'seq_1_to_1000',
+    empty: 'TRUNCATE',
+  },
+  sqlite: {
+    title: 'SQLite (better-sqlite3)',
+    table: (name: string) => `CREATE TABLE ${name} (id integer PRIMARY KEY AUTOINCREMENT, note text NOT NULL)`,
+    param: '?',
+    thousand: '(WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 1000) SELECT n FROM s)',
+    empty: 'DELETE FROM',
   },
 } as const;
 
-async function measure(kind: 'postgres' | 'mariadb'): Promise<void> {
+type Kind = keyof typeof SQL;
+
+async function measure(kind: Kind): Promise<void> {
   const sql = SQL[kind];
   const db = new BenchDatabase(kind satisfies BenchKind, 'guards');
   await db.create();
@@ -94,11 +105,11 @@ async function measure(kind: 'postgres' | 'mariadb'): Promise<void> {
         }
         for (const table of Object.keys(cases)) walls[table]!.push(Number(spent[table]) / 1_000 / count);
         // Both tables keep the same size, so neither pays for a larger index.
-        // (MariaDB's TRUNCATE fires no trigger; PostgreSQL's guard needs the proof for it.)
-        await dataSource.query('TRUNCATE plain');
+        // (MariaDB's TRUNCATE fires no trigger; PostgreSQL's guard and SQLite's need the proof.)
+        await dataSource.query(`${sql.empty} plain`);
         await runner.startTransaction();
         await election.assertLeader(leader, { ns, session: runner });
-        await runner.query('TRUNCATE guarded');
+        await runner.query(`${sql.empty} guarded`);
         await runner.commitTransaction();
       }
       const [plain, guarded] = [median(walls.plain!), median(walls.guarded!)];
@@ -114,8 +125,8 @@ async function measure(kind: 'postgres' | 'mariadb'): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2).filter((a): a is 'postgres' | 'mariadb' => a === 'postgres' || a === 'mariadb');
-  for (const kind of asked.length ? asked : (['postgres', 'mariadb'] as const)) await measure(kind);
+  const asked = process.argv.slice(2).filter((a): a is Kind => a in SQL);
+  for (const kind of asked.length ? asked : (Object.keys(SQL) as Kind[])) await measure(kind);
 }
 
 main().catch((error) => {

@@ -13,13 +13,18 @@ export function asGuardRefusal(dataSource: DataSource, error: unknown): unknown 
   const refusal = guards?.refusal(error);
   if (!refusal) return error;
   const proved = refusal.provedBy === null ? 'this transaction proved no leadership of it' : `its proof (candidate ${refusal.provedBy}) is not of the live term`;
-  const led = refusal.leaderId === null ? 'no candidate holds an unexpired lease' : `${refusal.leaderId} leads under term ${refusal.term}`;
+  const led =
+    refusal.leaderId === undefined
+      ? 'this database does not report the leader at the refusal'
+      : refusal.leaderId === null
+        ? 'no candidate holds an unexpired lease'
+        : `${refusal.leaderId} leads under term ${refusal.term}`;
   return new NotLeaderError(
     {
       ns: refusal.ns,
       candidateId: refusal.provedBy ?? '(none proved)',
-      leaderId: refusal.leaderId,
-      term: refusal.term,
+      leaderId: refusal.leaderId ?? null,
+      term: refusal.term ?? null,
       detail: `the database refused a write to guarded table ${JSON.stringify(refusal.table)}: ${proved}; ${led}. Call assertLeader in the same transaction first`,
     },
     { cause: error },

@@ -5,7 +5,7 @@ import type { Session } from '../db/session-type';
 import { partsOf } from '../databases/parts';
 import type { GuardedTable, GuardParts, GuardTarget } from '../databases/contract/guards';
 import { ValidationError } from '../errors';
-import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE, RUN_TABLE } from './tables';
+import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE, PROOF_TABLE, RUN_TABLE } from './tables';
 import { checkCallOptions, checkStoredName } from './validate';
 
 /*
@@ -47,7 +47,7 @@ export function guardsOf(context: DbContext, parameter: string): GuardParts {
   if (!guards) {
     throw new ValidationError(
       parameter,
-      `cannot be guarded on ${partsOf(context).name}: guarded tables are built on PostgreSQL and MySQL/MariaDB only so far; ` +
+      `cannot be guarded on ${partsOf(context).name}: guarded tables are built on PostgreSQL, MySQL/MariaDB and SQLite only; ` +
         'on this database fence leader-only writes with assertLeader in their transaction',
     );
   }
@@ -76,7 +76,7 @@ export function checkGuardTarget(
 
 function checkGuardOn(context: DbContext, target: GuardTarget): void {
   if (target.schema !== undefined && !context.dialect.schemas) throw new ValidationError('options.schema', `is for PostgreSQL only (this is ${context.dialect.name})`);
-  const own = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, RUN_TABLE].map((t) => context.tableName(t));
+  const own = [CANDIDATE_TABLE, LEADER_TABLE, HISTORY_TABLE, RUN_TABLE, PROOF_TABLE].map((t) => context.tableName(t));
   if (own.includes(target.table)) throw new ValidationError('table', `is one of the election's own tables (${target.table}): the library writes them without proofs`);
 }
 

@@ -579,13 +579,14 @@ export class ElectionService {
    * by the database clock) and takes the fence's lock. A refused write fails with the database's
    * error naming the table and the namespace; through `withTransaction` and
    * `ScheduledRun.transaction` it rejects as {@link NotLeaderError}. Idempotent: guarding again
-   * replaces the guard (for another namespace too). PostgreSQL and MySQL/MariaDB; on SQLite a
-   * ValidationError that says so. Nothing is changed when the table does not exist (a
-   * ValidationError naming it). DDL: on PostgreSQL one trigger function per installation (next
-   * to the leader table) and one statement trigger on the table (the role needs the table's
-   * TRIGGER privilege and CREATE on that schema); on MySQL/MariaDB three row triggers (INSERT,
-   * UPDATE, DELETE: MySQL has no TRUNCATE trigger, see docs/fencing.md) in the connection's
-   * database (the TRIGGER privilege).
+   * replaces the guard (for another namespace too). PostgreSQL, MySQL/MariaDB and SQLite.
+   * Nothing is changed when the table does not exist (a ValidationError naming it). DDL: on
+   * PostgreSQL one trigger function per installation (next to the leader table) and one
+   * statement trigger on the table (the role needs the table's TRIGGER privilege and CREATE on
+   * that schema); on MySQL/MariaDB three row triggers (INSERT, UPDATE, DELETE: MySQL has no
+   * TRUNCATE trigger, see docs/fencing.md) in the connection's database (the TRIGGER
+   * privilege); on SQLite three row triggers and, once per installation, the proof table
+   * `gemstone_election_proof` (a proving transaction's rows, never committed).
    */
   async guardTable(table: string, options?: GuardTableOptions): Promise<void> {
     const dataSource = this.#resolve(sessionIn(options));
@@ -601,7 +602,7 @@ export class ElectionService {
     return unguardTable(dataSource, session, target);
   }
 
-  /** Every table this installation guards, with its schema (PostgreSQL; null on MySQL/MariaDB) and namespace; none where the database has no guards. */
+  /** Every table this installation guards, with its schema (PostgreSQL; null on MySQL/MariaDB and SQLite) and namespace. */
   async guardedTables(options?: { session?: Session }): Promise<GuardedTable[]> {
     const checked = checkOptions(options, ['session']);
     const session = checked.session as Session | undefined;

@@ -92,7 +92,7 @@ function leaderCalls(context: DbContext, t: ElectionTables, shared: SharedStore,
       const guards = partsOf(context).guards;
       const proof = guards?.proofColumns('l', candidateId, term) ?? raw('');
       const row = await members.lockLeader(m, ns, 'read', false, proof);
-      await guards?.afterProof?.(context, m);
+      await guards?.afterProof?.(context, m, { ns, candidateId, term });
       return row ? toLeaderRow(t, row) : undefined;
     },
     fencesByWriting: members.touchLeader !== undefined,

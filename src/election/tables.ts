@@ -16,6 +16,11 @@ export const CANDIDATE_TABLE = 'gemstone_election_candidate';
 export const LEADER_TABLE = 'gemstone_election_leader';
 /** The history table: one row per term. */
 export const HISTORY_TABLE = 'gemstone_election_history';
+/**
+ * SQLite's proof table of guarded tables (`databases/sqlite/guard.ts`): created by the first
+ * `guardTable`; a proving transaction's rows, never committed.
+ */
+export const PROOF_TABLE = 'gemstone_election_proof';
 /** The runs table of schedules: one row per `(ns, name, slot)`. */
 export const RUN_TABLE = 'gemstone_election_run';
 /**

@@ -1,8 +1,8 @@
 /**
  * A short chaos run per database (tools/chaos): five workers with a 2 s lease and different
  * priorities (one of them ineligible) do fenced writes and run an every-second schedule whose job
- * writes a ledger row in `run.transaction`, while faults are injected (on PostgreSQL and MariaDB
- * each write also goes to a guarded table, half of them without the fence, beside a rogue process
+ * writes a ledger row in `run.transaction`, while faults are injected (each write also goes to a
+ * guarded table, half of them without the fence, beside a rogue process
  * that never leads: the database must refuse every unproved write); two watchers follow the
  * leadership; the checker (ledger, history table, watchers, priorities, the loops' callbacks and
  * leader work per leadership, the schedule's claims and runs) must pass. And the same harness with fencing sabotaged must fail — so a pass means something.
@@ -52,6 +52,7 @@ interface Summary {
     skippedUnfinished?: number;
     rogueAttempts?: number;
     rogueRefused?: number;
+    rogueErrors?: number;
   };
   outDir: string;
 }
@@ -151,10 +152,9 @@ describeEachDatabase(
         // inside its fence and before it; the top-priority worker joins once a lower one leads. So the assertions below hold for every seed and any
         // machine speed: the run opens with a hand-over, then a failover. Worker 4 has the
         // highest priority of all but is ineligible: it must never lead.
-        // PostgreSQL and MariaDB: the workers also write a guarded table, skipping assertLeader
-        // half of the time, beside a rogue that never leads: the database must refuse them all (u).
-        const guarded = db.kind !== 'sqlite';
-        const summary = await chaos(['--url', db.url(), '--duration', String(DURATION_S), '--min-faults', '3', '--priorities', '0,0,1,2,3', '--ineligible', '4', ...(guarded ? ['--guarded'] : [])]);
+        // The workers also write a guarded table, skipping assertLeader half of the time, beside a
+        // rogue that never leads: the database must refuse them all (u).
+        const summary = await chaos(['--url', db.url(), '--duration', String(DURATION_S), '--min-faults', '3', '--priorities', '0,0,1,2,3', '--ineligible', '4', '--guarded']);
         expect(failures(summary)).toEqual([]);
         expect(summary.ok).toBe(true);
         expect(checkIds(summary)).toEqual(expect.arrayContaining(HISTORY_CHECKS));
@@ -169,15 +169,20 @@ describeEachDatabase(
         expectScheduled(summary, db.name);
         expectLoopsRecorded(summary, db.name);
         reportLinearizability(db.name, summary);
-        if (guarded) {
-          console.log(`chaos ${db.name}: ${summary.checks.find((c) => c.id === 'u')?.detail}`);
-          expect(checkIds(summary)).toContain('u');
-          expect(summary.stats.guardedRows).toBe(summary.stats.writes);
-          expect(summary.stats.fenceSkipped).toBeGreaterThanOrEqual(5);
-          // Each skipped fence was refused by the table, or ended without its answer (a kill, a connection error) and without a row: (u) checks which.
-          expect(summary.stats.skippedRefused).toBeGreaterThanOrEqual(5);
-          expect(Number(summary.stats.skippedRefused) + Number(summary.stats.skippedUnfinished)).toBe(summary.stats.fenceSkipped);
-          expect(summary.stats.rogueAttempts).toBeGreaterThanOrEqual(3);
+        console.log(`chaos ${db.name}: ${summary.checks.find((c) => c.id === 'u')?.detail}`);
+        expect(checkIds(summary)).toContain('u');
+        expect(summary.stats.guardedRows).toBe(summary.stats.writes);
+        expect(summary.stats.fenceSkipped).toBeGreaterThanOrEqual(5);
+        // Each skipped fence was refused by the table, or ended without its answer (a kill, a connection error) and without a row: (u) checks which.
+        expect(summary.stats.skippedRefused).toBeGreaterThanOrEqual(5);
+        expect(Number(summary.stats.skippedRefused) + Number(summary.stats.skippedUnfinished)).toBe(summary.stats.fenceSkipped);
+        expect(summary.stats.rogueAttempts).toBeGreaterThanOrEqual(3);
+        if (db.kind === 'sqlite') {
+          // SQLite: a stalled leader holds the database's one write lock past the rogue's busy
+          // timeout, so an attempt may end in SQLITE_BUSY (no row: (u) checks the table).
+          expect(summary.stats.rogueRefused).toBeGreaterThanOrEqual(3);
+          expect(Number(summary.stats.rogueRefused) + Number(summary.stats.rogueErrors)).toBe(summary.stats.rogueAttempts);
+        } else {
           expect(summary.stats.rogueRefused).toBe(summary.stats.rogueAttempts);
         }
       },

@@ -1094,7 +1094,7 @@ describe('chaos checker (u): the guarded ledger', () => {
   test('a clean run passes and counts what it checked', () => {
     const result = checkGuarded(clean());
     expect(result.check.violations).toEqual([]);
-    expect(result.stats).toEqual({ guardedRows: 1, fenceSkipped: 1, skippedRefused: 1, skippedUnfinished: 0, rogueAttempts: 3, rogueRefused: 3 });
+    expect(result.stats).toEqual({ guardedRows: 1, fenceSkipped: 1, skippedRefused: 1, skippedUnfinished: 0, rogueAttempts: 3, rogueRefused: 3, rogueErrors: 0 });
   });
 
   test('a skipped fence that ended without the table\'s answer (its process killed, or a connection error) passes without a row in the table, and fails with one', () => {

@@ -6,7 +6,9 @@
  * needs and reads the outcome from the database: the rows a refused write leaves (none), the
  * proof's end with its transaction on the same connection (and, on MariaDB, where it is a user
  * variable, on the pool's one connection), a lease that ran out inside the proving transaction,
- * the catalog's list, hostile names, a renamed table, the migration, and SQLite, which has none.
+ * the catalog's list, hostile names, a renamed table, the migration. SQLite runs them on a database
+ * file (another program opens the same file), with cases of its own: a raw COMMIT that would keep
+ * the proof is refused, and the proof is never seen by another connection.
  */
 import * as mysql from 'mysql2/promise';
 import { Client } from 'pg';
@@ -18,14 +20,16 @@ import { ns as freshNs } from '../support/rows';
 
 /** What differs between the databases in these tests: quoting, the refusal's code, a raw client, catalog reads. */
 interface Flavor {
-  /** The refusal's code as any client sees it: PostgreSQL's SQLSTATE GS001, MariaDB's error 45001. */
+  /** The refusal's code as any client sees it: PostgreSQL's SQLSTATE GS001, MariaDB's error 45001, SQLite's constraint error (a trigger's RAISE). */
   readonly refused: string;
+  /** Whether the refusal names the leader of the moment (SQLite's is a fixed message: it cannot). */
+  readonly reportsLeader: boolean;
   quote(name: string): string;
   /** A bound parameter's placeholder. */
   readonly param: string;
   /** The schema guardedTables reports. */
   readonly listedSchema: string | null;
-  /** The guard's triggers on a table (one statement trigger on PostgreSQL; three row triggers on MariaDB). */
+  /** The guard's triggers on a table (one statement trigger on PostgreSQL; three row triggers on MariaDB and SQLite). */
   readonly triggersPerGuard: number;
   /** A client of another program, without the library. */
   rawClient(url: string): Promise<{ query(statement: string): Promise<unknown>; end(): Promise<void> }>;
@@ -36,9 +40,10 @@ interface Flavor {
   ownTrigger(ds: DataSource, quoted: string, name: string, audit: string): Promise<void>;
 }
 
-const FLAVORS: Record<'postgres' | 'mariadb', Flavor> = {
+const FLAVORS: Record<'postgres' | 'mariadb' | 'sqlite', Flavor> = {
   postgres: {
     refused: 'GS001',
+    reportsLeader: true,
     quote: (name) => `"${name.replace(/"/g, '""')}"`,
     param: '$1',
     listedSchema: 'public',
@@ -66,6 +71,7 @@ const FLAVORS: Record<'postgres' | 'mariadb', Flavor> = {
   },
   mariadb: {
     refused: '45001',
+    reportsLeader: true,
     quote: (name) => `\`${name.replace(/`/g, '``')}\``,
     param: '?',
     listedSchema: null,
@@ -89,6 +95,34 @@ const FLAVORS: Record<'postgres' | 'mariadb', Flavor> = {
       await query(ds, `CREATE TRIGGER ${FLAVORS.mariadb.quote(`${name}_a`)} AFTER INSERT ON ${quoted} FOR EACH ROW INSERT INTO ${audit} VALUES (1)`);
     },
   },
+  sqlite: {
+    refused: 'SQLITE_CONSTRAINT',
+    reportsLeader: false,
+    quote: (name) => `"${name.replace(/"/g, '""')}"`,
+    param: '?',
+    listedSchema: null,
+    triggersPerGuard: 3,
+    async rawClient(url) {
+      // Another program on the same database file: better-sqlite3 directly, no library, no TypeORM.
+      const file = decodeURIComponent(/^sqlite:(.*)\?driver=/.exec(url)![1]!);
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const Database = require('better-sqlite3') as new (file: string, options: { timeout: number }) => { exec(sql: string): void; close(): void };
+      const db = new Database(file, { timeout: 5_000 });
+      return { query: async (statement) => db.exec(statement), end: async () => db.close() };
+    },
+    async triggerCount(ds, _quoted, name) {
+      const [row] = await query<{ n: number }>(ds, "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?", [name]);
+      return Number(row!.n);
+    },
+    async leaseEndsInMs(runner, ns) {
+      const [{ end }] = await runner.query("SELECT MAX(0, (julianday(lease_expires_at) - julianday('now')) * 86400000.0) AS end FROM gemstone_election_leader WHERE ns = ?", [ns]);
+      return Number(end);
+    },
+    async ownTrigger(ds, quoted, name, audit) {
+      await query(ds, `CREATE TRIGGER ${FLAVORS.sqlite.quote(`${name}_b`)} BEFORE INSERT ON ${quoted} FOR EACH ROW BEGIN SELECT 1; END`);
+      await query(ds, `CREATE TRIGGER ${FLAVORS.sqlite.quote(`${name}_a`)} AFTER INSERT ON ${quoted} FOR EACH ROW BEGIN INSERT INTO ${audit} VALUES (1); END`);
+    },
+  },
 };
 
 /** A table of the test's with one text column; its quoted name. */
@@ -106,7 +140,7 @@ async function count(ds: DataSource, quoted: string): Promise<number> {
 describeEachDatabase(
   'guarded tables',
   (db) => {
-    const f = FLAVORS[db.kind as 'postgres' | 'mariadb'];
+    const f = FLAVORS[db.kind];
     let ds: DataSource;
     let svc: ElectionService;
     /** A client of another program: the driver directly, no library. */
@@ -123,8 +157,10 @@ describeEachDatabase(
 
     /** The refusal's code of an error (a TypeORM error's driver error, or the driver's own). */
     const refusedBy = (error: unknown) => {
-      const e = error as { code?: unknown; errno?: unknown; driverError?: { code?: unknown; errno?: unknown } };
+      const e = error as { code?: unknown; errno?: unknown; message?: unknown; driverError?: { code?: unknown; errno?: unknown; message?: unknown } };
       const d = e.driverError ?? e;
+      // SQLite: a constraint error whose message is the guard's (better-sqlite3 says SQLITE_CONSTRAINT_TRIGGER; sqlite3, SQLITE_CONSTRAINT).
+      if (db.kind === 'sqlite') return /^SQLITE_CONSTRAINT/.test(String(d.code)) && String(d.message).includes('gemstone-utils: ') ? 'SQLITE_CONSTRAINT' : String(d.code);
       return String(db.kind === 'postgres' ? d.code : d.errno);
     };
 
@@ -147,7 +183,7 @@ describeEachDatabase(
         // withTransaction maps it: NotLeaderError, naming the namespace and the leader, the database's error its cause.
         const mapped = await withTransaction(ds, (m) => m.query(statement)).catch((e: unknown) => e);
         expect(mapped).toBeInstanceOf(NotLeaderError);
-        expect(mapped).toMatchObject({ ns, leaderId: a, term: 1 });
+        expect(mapped).toMatchObject(f.reportsLeader ? { ns, leaderId: a, term: 1 } : { ns, leaderId: null, term: null });
         expect((mapped as Error).message).toContain(t.slice(1, -1));
         expect(refusedBy((mapped as { cause?: unknown }).cause)).toBe(f.refused);
       }
@@ -407,6 +443,78 @@ describeEachDatabase(
       });
     }
 
+    if (db.kind === 'sqlite') {
+      /** Another connection to the database file, for reads (better-sqlite3 directly). */
+      const reader = () => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const Database = require('better-sqlite3') as new (file: string, options: { readonly: boolean }) => { prepare(sql: string): { get(...values: unknown[]): unknown }; close(): void };
+        return new Database(decodeURIComponent(/^sqlite:(.*)\?driver=/.exec(db.url())![1]!), { readonly: true });
+      };
+      const proofRows = async () => Number((await query<{ n: number }>(ds, 'SELECT COUNT(*) AS n FROM gemstone_election_proof'))[0]!.n);
+
+      test('SQLite: the proof is a row no other connection sees, deleted before its transaction commits; a raw COMMIT that would keep it is refused', async () => {
+        const ns = freshNs();
+        const t = await createTable(ds, f, `ledger_${uuid().slice(0, 8)}`);
+        await svc.guardTable(t.slice(1, -1), { ns });
+        const a = uuid();
+        await svc.elect(a, { ns });
+        const other = reader();
+        const runner = ds.createQueryRunner();
+        try {
+          await runner.startTransaction();
+          await svc.assertLeader(a, { ns, session: runner });
+          await runner.query(`INSERT INTO ${t} (note) VALUES ('proved')`);
+          // The proving transaction's own row; another connection sees none (it is not committed).
+          expect(Number((await runner.query('SELECT COUNT(*) AS n FROM gemstone_election_proof'))[0].n)).toBe(1);
+          expect(other.prepare('SELECT COUNT(*) AS n FROM gemstone_election_proof').get()).toEqual({ n: 0 });
+          // COMMIT as raw SQL, past TypeORM (so the library cannot delete the proof first): refused, the transaction still open.
+          const raw = await runner.query('COMMIT').catch((e: unknown) => e);
+          expect(String((raw as Error).message)).toMatch(/FOREIGN KEY constraint failed/);
+          expect(other.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get()).toEqual({ n: 0 });
+          await runner.rollbackTransaction();
+
+          // TypeORM's commit: the library deletes the proof first; the write is committed, the proof is not.
+          await runner.startTransaction();
+          await svc.assertLeader(a, { ns, session: runner });
+          await runner.query(`INSERT INTO ${t} (note) VALUES ('committed')`);
+          await runner.commitTransaction();
+        } finally {
+          if (runner.isTransactionActive) await runner.rollbackTransaction();
+          await runner.release();
+          other.close();
+        }
+        expect(await proofRows()).toBe(0);
+        expect(await query(ds, `SELECT note FROM ${t}`)).toEqual([{ note: 'committed' }]);
+        expect(refusedBy(await raw.query(`INSERT INTO ${t} (note) VALUES ('another program')`).catch((e: unknown) => e))).toBe(f.refused);
+      });
+
+      test('SQLite: savepoints keep or take back the proof with their writes', async () => {
+        const ns = freshNs();
+        const t = await createTable(ds, f, `ledger_${uuid().slice(0, 8)}`);
+        await svc.guardTable(t.slice(1, -1), { ns });
+        const a = uuid();
+        await svc.elect(a, { ns });
+        const runner = ds.createQueryRunner();
+        try {
+          await runner.startTransaction();
+          await runner.startTransaction(); // a SAVEPOINT
+          await svc.assertLeader(a, { ns, session: runner });
+          await runner.rollbackTransaction(); // ROLLBACK TO SAVEPOINT: its proof with it
+          expect(refusedBy(await runner.query(`INSERT INTO ${t} (note) VALUES ('after the savepoint rolled back')`).catch((e: unknown) => e))).toBe(f.refused);
+          await runner.startTransaction();
+          await svc.assertLeader(a, { ns, session: runner });
+          await runner.commitTransaction(); // RELEASE SAVEPOINT: the proof stays for the transaction
+          await runner.query(`INSERT INTO ${t} (note) VALUES ('after the savepoint was released')`);
+          await runner.commitTransaction();
+        } finally {
+          if (runner.isTransactionActive) await runner.rollbackTransaction();
+          await runner.release();
+        }
+        expect(await proofRows()).toBe(0);
+        expect(await query(ds, `SELECT note FROM ${t}`)).toEqual([{ note: 'after the savepoint was released' }]);
+      });
+    }
+
     test('a scheduled job: run.transaction proves for its writes; the same write in a transaction of its own is refused (NotLeaderError)', async () => {
       const ns = freshNs();
       const t = await createTable(ds, f, `ledger_${uuid().slice(0, 8)}`);
@@ -484,28 +592,6 @@ describeEachDatabase(
       expect(() => GemstoneDB.guardTableMigration('', { ns })).toThrow(ValidationError);
     });
   },
-  { kinds: ['postgres', 'mariadb'] },
-);
-
-describeEachDatabase(
-  'guarded tables where they are not built',
-  (db) => {
-    test('guardTable and the migration say so with a ValidationError; guardedTables is empty; nothing is created', async () => {
-      const ds = await db.connect();
-      const svc = new ElectionService(ds);
-      await query(ds, 'CREATE TABLE unguardable (note varchar(10) NOT NULL)');
-      const error = await svc.guardTable('unguardable', { ns: 'x' }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(ValidationError);
-      expect((error as Error).message).toMatch(/PostgreSQL and MySQL\/MariaDB only.*assertLeader/);
-      const runner = ds.createQueryRunner();
-      try {
-        await expect(GemstoneDB.guardTableMigration('unguardable', { ns: 'x' }).up(runner)).rejects.toThrow(ValidationError);
-      } finally {
-        await runner.release();
-      }
-      expect(await svc.guardedTables()).toEqual([]);
-      await query(ds, "INSERT INTO unguardable (note) VALUES ('free')");
-    });
-  },
-  { kinds: ['sqlite'] },
+  // SQLite on a database file only: another program opens the same file (an in-memory database is one connection's).
+  { sharedOnly: true },
 );

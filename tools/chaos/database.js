@@ -413,16 +413,16 @@ function restartCommand(kind) {
  * The guarded ledger (`--guarded`): a table of the harness that the database guards for the run's
  * namespace (`ElectionService.guardTable`). A worker's action writes its row there first, in the
  * same transaction as its ledger row, so the two commit together or not at all.
- * @type {Record<'postgres' | 'mariadb', string>}
+ * @type {Record<Kind, string>}
  */
 const GUARDED_DDL = {
+  sqlite: 'CREATE TABLE chaos_guarded (id integer PRIMARY KEY AUTOINCREMENT, ns text NOT NULL, term bigint NOT NULL, holder text NOT NULL, worker int NOT NULL, seq int NOT NULL)',
   postgres: 'CREATE TABLE chaos_guarded (id bigserial PRIMARY KEY, ns text NOT NULL, term bigint NOT NULL, holder text NOT NULL, worker int NOT NULL, seq int NOT NULL)',
   mariadb: 'CREATE TABLE chaos_guarded (id bigint AUTO_INCREMENT PRIMARY KEY, ns varchar(255) NOT NULL, term bigint NOT NULL, holder varchar(64) NOT NULL, worker int NOT NULL, seq int NOT NULL)',
 };
 
 /** @param {{ kind: Kind, query: (sql: string, params?: unknown[]) => Promise<any[]> }} admin */
 async function installGuardedLedger(admin) {
-  if (admin.kind === 'sqlite') throw new Error('chaos: --guarded needs PostgreSQL or MariaDB (SQLite has no guarded tables)');
   await admin.query(GUARDED_DDL[admin.kind]);
 }
 
@@ -437,10 +437,14 @@ async function readGuarded(admin) {
   return rows.map((r) => ({ ns: String(r.ns), term: Number(r.term), holder: String(r.holder), worker: Number(r.worker), seq: Number(r.seq) }));
 }
 
-/** Whether `error` is a guarded table's refusal (PostgreSQL SQLSTATE GS001, MySQL error 45001), as any client sees it. @param {unknown} error */
+/**
+ * Whether `error` is a guarded table's refusal (PostgreSQL SQLSTATE GS001, MySQL error 45001, a
+ * SQLite constraint error with the guard's message), as any client sees it. @param {unknown} error
+ */
 function isGuardRefusal(error) {
-  const e = /** @type {{ code?: unknown, errno?: unknown, driverError?: { code?: unknown, errno?: unknown } }} */ (error);
+  const e = /** @type {{ code?: unknown, errno?: unknown, message?: unknown, driverError?: { code?: unknown, errno?: unknown, message?: unknown } }} */ (error);
   const d = e?.driverError ?? e;
+  if (/^SQLITE_CONSTRAINT/.test(String(d?.code))) return String(d?.message).includes('gemstone-utils: ');
   return d?.code === 'GS001' || Number(d?.errno) === 45001;
 }
 

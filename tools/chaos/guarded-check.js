@@ -20,7 +20,7 @@ const ROGUE_SLOT = -1;
  * @param {{ ns: string, guardedRows: { ns: string, term: number, holder: string, worker: number, seq: number }[],
  *   ledger: import('./database').LedgerRow[], events: import('./checker').WorkerEvent[], rogueEvents: { ev: string, way?: string }[] }} input
  * @returns {{ check: { id: string, name: string, ok: boolean, detail: string, violations: string[] },
- *   stats: { guardedRows: number, fenceSkipped: number, skippedRefused: number, skippedUnfinished: number, rogueAttempts: number, rogueRefused: number } }}
+ *   stats: { guardedRows: number, fenceSkipped: number, skippedRefused: number, skippedUnfinished: number, rogueAttempts: number, rogueRefused: number, rogueErrors: number } }}
  */
 function checkGuarded({ ns, guardedRows, ledger, events, rogueEvents }) {
   /** @type {string[]} */
@@ -71,7 +71,7 @@ function checkGuarded({ ns, guardedRows, ledger, events, rogueEvents }) {
         `the rogue tried ${attempts.length} times (${[...ways].join(', ')}), ${rogueRefused} refused${rogueErrors ? `, ${rogueErrors} ended in an error of its connection (no row)` : ''}`,
       violations: violations.slice(0, 20),
     },
-    stats: { guardedRows: ownRows.length, fenceSkipped: skipped.length, skippedRefused, skippedUnfinished, rogueAttempts: attempts.length, rogueRefused },
+    stats: { guardedRows: ownRows.length, fenceSkipped: skipped.length, skippedRefused, skippedUnfinished, rogueAttempts: attempts.length, rogueRefused, rogueErrors },
   };
 }
 

@@ -39,18 +39,20 @@ async function main() {
     const way = ways[attempt % ways.length];
     const runner = ds.createQueryRunner();
     try {
-      await runner.connect();
-      await runner.startTransaction();
       let holder = candidateId;
       let term = 0;
+      if (way === 'the leader\'s identity') {
+        // Read before the transaction opens: on SQLite a library call without a session waits for the shared connection.
+        const leader = await service.getLeader({ ns });
+        holder = leader?.leaderId ?? candidateId;
+        term = leader?.term ?? 0;
+      }
+      await runner.connect();
+      await runner.startTransaction();
       if (way === 'ignored NotLeaderError') {
         await service.assertLeader(candidateId, { ns, session: runner }).catch((error) => {
           if (!(error instanceof NotLeaderError)) throw error;
         });
-      } else if (way === 'the leader\'s identity') {
-        const leader = await service.getLeader({ ns });
-        holder = leader?.leaderId ?? candidateId;
-        term = leader?.term ?? 0;
       }
       await runner.query(insert, [ns, term, holder, ROGUE_SLOT, attempt]);
       await runner.commitTransaction();

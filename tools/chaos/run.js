@@ -58,7 +58,7 @@ const program = new Command()
   .option('--schedule-ms <ms>', 'period of the schedule every worker runs, whose job writes a ledger row in run.transaction (0: none); its runs are checked (r)', nonNegative, DEFAULTS.scheduleMs)
   .option('--schedule-namespaces <n>', 'group mode: the schedule runs in the first n namespaces', number, DEFAULTS.scheduleNamespaces)
   .option('--unfenced', 'sabotage: workers skip assertLeader (the checker must then report stale writes)', false)
-  .option('--guarded', 'PostgreSQL, MariaDB: the workers also write a guarded table, skipping assertLeader half of the time, beside a rogue that never leads; checked (u)', false)
+  .option('--guarded', 'the workers also write a guarded table, skipping assertLeader half of the time, beside a rogue that never leads; checked (u)', false)
   .option('--json', 'print the summary as JSON on stdout', false);
 
 async function main() {

@@ -109,7 +109,7 @@ async function runChaos(options) {
   const settings = slotSettings(o.workers, o.priorities, o.ineligible);
   if (o.group !== undefined && (!Number.isInteger(o.group) || o.group < 1 || o.group > 1000)) throw new Error(`chaos: --group ${o.group} is not a number of namespaces from 1 to 1000`);
   if (o.balance && o.group === undefined) throw new Error('chaos: --balance needs --group');
-  if (o.guarded && (kind === 'sqlite' || o.group !== undefined || o.unfenced)) throw new Error('chaos: --guarded needs PostgreSQL or MariaDB, one namespace and the fence (not --group, not --unfenced)');
+  if (o.guarded && (o.group !== undefined || o.unfenced)) throw new Error('chaos: --guarded needs one namespace and the fence (not --group, not --unfenced)');
   const namespaces = o.group === undefined ? [o.ns] : groupNamespaces(o.ns, o.group);
   /** The namespace the faults aim at, the watchers follow and the timeline shows. */
   const primaryNs = namespaces[0];

@@ -19,6 +19,14 @@ export class LeaderTableMissing extends Error {
   }
 }
 
+/** The fence a proof is of: what `assertLeader` was asked. */
+export interface FenceProof {
+  readonly ns: string;
+  readonly candidateId: string;
+  /** The term the caller named; undefined: any term it holds. */
+  readonly term: number | undefined;
+}
+
 /** One guarded table as the database's catalog shows it. */
 export interface GuardedTable {
   /** The table's name (as it is now: a renamed table keeps its guard). */
@@ -33,9 +41,12 @@ export interface GuardedTable {
 export interface GuardRefusal {
   readonly ns: string;
   readonly table: string;
-  /** The leader row's holder and term when the write was refused (null: none, or no row). */
-  readonly leaderId: string | null;
-  readonly term: number | null;
+  /**
+   * The leader row's holder and term when the write was refused (null: none, or no row;
+   * undefined: the database cannot say, SQLite, whose refusal is a fixed message).
+   */
+  readonly leaderId: string | null | undefined;
+  readonly term: number | null | undefined;
   /** The candidate the transaction's proof named for `ns`, if it proved one (a stale one). */
   readonly provedBy: string | null;
 }
@@ -55,10 +66,11 @@ export interface GuardParts {
   proofColumns(alias: string, candidateId: string, term: number | undefined): SqlFragment;
   /**
    * Called after the fence's read with {@link proofColumns}: where the proof outlives the
-   * transaction on its own (a MySQL user variable), what makes it end with it. Absent where the
-   * database ends it (PostgreSQL's transaction-local setting).
+   * transaction on its own (a MySQL user variable), what makes it end with it; where the read
+   * cannot record it (SQLite: the proof is a row), the proof itself. Absent where the database
+   * ends it (PostgreSQL's transaction-local setting).
    */
-  afterProof?(context: DbContext, m: EntityManager): Promise<void>;
+  afterProof?(context: DbContext, m: EntityManager, fence: FenceProof): Promise<void>;
   /**
    * Installs (or replaces) the guard of `target` for `ns`, in `m`'s transaction. A table the
    * connection cannot see is a `ValidationError` (parameter `table`); a missing leader table,

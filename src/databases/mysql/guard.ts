@@ -1,12 +1,13 @@
-import { createHash, randomBytes } from 'crypto';
+import { createHash } from 'crypto';
 import type { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { execute } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
 import { LEADER_TABLE } from '../../election/tables';
 import { ValidationError } from '../../errors';
-import { LeaderTableMissing, type GuardedTable, type GuardParts, type GuardTarget } from '../contract/guards';
+import { LeaderTableMissing, type GuardParts, type GuardTarget } from '../contract/guards';
 import { driverError } from '../dialect';
+import { guardTriggerName, installationMark as markOf, markComment, markedGuards, refusalDetail } from '../trigger-guards';
 
 /*
  * Guarded tables on MySQL/MariaDB. Three row triggers per table (BEFORE INSERT, UPDATE, DELETE:
@@ -29,9 +30,6 @@ const PROOF = '@gemstone_proof';
 
 /** The error number of a refused write (SQLSTATE 45000, "unhandled user-defined exception"). */
 const REFUSED_ERRNO = 45001;
-
-/** What marks a trigger as a guard of an installation: `gemstone-guard leaders=<hex> ns=<hex>`, in a comment of its body. */
-const MARK = 'gemstone-guard';
 
 /** The events a guard refuses, each by a trigger of its own. */
 const EVENTS = [
@@ -56,8 +54,6 @@ function id(name: string): string {
 function text(value: string): string {
   return `CONVERT(X'${Buffer.from(value, 'utf8').toString('hex')}' USING utf8mb4)`;
 }
-
-const hex = (value: string) => Buffer.from(value, 'utf8').toString('hex');
 
 /**
  * The proof, appended to the fence's locking read of the leader row (`election/fence.ts`): the
@@ -122,7 +118,7 @@ async function leaderTableOf(context: DbContext, m: EntityManager): Promise<{ db
 
 /** The mark of this installation's guards (the leader table they check). */
 function installationMark(leaders: { db: string; table: string }): string {
-  return `${MARK} leaders=${hex(`${leaders.db}.${leaders.table}`)} `;
+  return markOf(`${leaders.db}.${leaders.table}`);
 }
 
 /** The guarded table in the connection's database, as the server names it, or undefined. */
@@ -166,7 +162,7 @@ function triggerDdl(name: string, event: string, table: { db: string; table: str
   const leaderRow = `${id(leaders.db)}.${id(leaders.table)} l WHERE l.ns = ${target} AND l.leader_id IS NOT NULL AND l.lease_expires_at > UTC_TIMESTAMP(6)`;
   return `CREATE TRIGGER ${id(table.db)}.${id(name)} BEFORE ${event} ON ${id(table.db)}.${id(table.table)} FOR EACH ROW
 BEGIN
-  /* ${mark}ns=${hex(ns)} */
+  ${markComment(mark, ns)}
   DECLARE holder VARCHAR(36) CHARACTER SET ascii DEFAULT NULL;
   DECLARE held BIGINT DEFAULT NULL;
   DECLARE proved INT DEFAULT 0;
@@ -206,10 +202,9 @@ async function inDdlMode(context: DbContext, m: EntityManager, statements: strin
   }
 }
 
-/** A trigger name unique to this guard (a fresh suffix: the new guard is created before the old one is dropped). */
+/** A trigger name unique to this guard (see `guardTriggerName`). */
 function triggerName(leaders: { db: string; table: string }, table: { db: string; table: string }, letter: string): string {
-  const of = createHash('sha256').update(`${leaders.db}.${leaders.table}\u0000${table.db}.${table.table}`).digest('hex').slice(0, 12);
-  return `gemstone_guard_${of}_${randomBytes(4).toString('hex')}_${letter}`;
+  return guardTriggerName(`${leaders.db}.${leaders.table}`, `${table.db}.${table.table}`, letter);
 }
 
 export const mysqlGuards: GuardParts = {
@@ -264,25 +259,15 @@ export const mysqlGuards: GuardParts = {
 WHERE EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_MANIPULATION = 'INSERT' AND LOCATE(${mark}, ACTION_STATEMENT) > 0
 ORDER BY EVENT_OBJECT_TABLE`,
     );
-    const guarded: GuardedTable[] = [];
-    for (const row of rows) {
-      const found = new RegExp(`${mark}ns=([0-9a-f]*) `).exec(String(row.body));
-      if (found) guarded.push({ table: String(row.tbl), schema: null, ns: Buffer.from(found[1]!, 'hex').toString('utf8') });
-    }
-    return guarded;
+    return markedGuards(rows, mark);
   },
 
   refusal(error) {
     const e = driverError(error);
     if (Number(e['errno']) !== REFUSED_ERRNO || e['sqlState'] !== '45000') return undefined;
-    const message = String(e['sqlMessage'] ?? e['message'] ?? '');
-    const at = message.lastIndexOf(' Detail: {');
-    if (at < 0) return undefined;
-    try {
-      const d = JSON.parse(message.slice(at + ' Detail: '.length)) as { ns: string; table: string; leaderId: string | null; term: number | null; provedBy: string | null };
-      return { ns: d.ns, table: d.table, leaderId: d.leaderId ?? null, term: d.term === null || d.term === undefined ? null : Number(d.term), provedBy: d.provedBy ?? null };
-    } catch {
-      return undefined;
-    }
+    const d = refusalDetail(String(e['sqlMessage'] ?? e['message'] ?? ''));
+    if (!d) return undefined;
+    const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
+    return { ns: String(d['ns']), table: String(d['table']), leaderId: text(d['leaderId']), term: d['term'] === null || d['term'] === undefined ? null : Number(d['term']), provedBy: text(d['provedBy']) };
   },
 };

@@ -13,6 +13,7 @@ import { SQLITE_TYPES, sqliteSetup } from './setup';
 import { sqliteElect } from './elect';
 import { sqlitePrograms } from './programs';
 import { sqliteRunPrograms } from './run-programs';
+import { sqliteGuards } from './guard';
 
 registerDialect(SQLITE_TYPES, sqliteDialect);
 registerParts(sqliteDialect, {
@@ -27,5 +28,6 @@ registerParts(sqliteDialect, {
   elect: sqliteElect,
   programs: sqlitePrograms,
   runPrograms: sqliteRunPrograms,
+  guards: sqliteGuards,
 });
 registerTarget(sqliteTarget);
