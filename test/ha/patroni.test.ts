@@ -32,7 +32,7 @@
  * (default 10) per scenario and mode. Per-trial lines and per-scenario summaries are printed.
  */
 import { randomUUID } from 'crypto';
-import { initDb } from 'gemstone-utils';
+import { ElectionService, initDb, NotLeaderError, withTransaction } from 'gemstone-utils';
 import { WorkerProcess } from '../elector/worker-process';
 import { grantOrderBroken, LEDGER_SELECT, ledgerSetup, missingWrites, staleWrites, toLedger, workerLedgerSetup } from './ledger';
 import {
@@ -138,6 +138,9 @@ describe.each([
     startedInMs = Date.now() - started;
     const admin = await initDb(cluster.url);
     for (const statement of [...ledgerSetup({ renewals: true }), ...workerLedgerSetup(ns)]) await admin.query(statement);
+    // The workers' fenced writes go to a guarded table: every one of them is also checked by the
+    // table's trigger, on whichever member is the primary (the guard is DDL: it replicates).
+    await new ElectionService(admin).guardTable('elector_ledger', { ns });
     await admin.destroy();
     for (let i = 0; i < WORKERS; i++) {
       workers.push(
@@ -175,6 +178,36 @@ describe.each([
       return last?.event === 'elected';
     });
   const maxAckedTerm = () => Math.max(0, ...ackedLeases(logs()).map((a) => a.term));
+
+  /**
+   * The guard on the primary of the moment, through HAProxy: an unproved insert into the workers'
+   * guarded table, and one after a fence under a term the primary does not know (the live
+   * leader's candidate, its term + 1: the fence's NotLeaderError ignored), each with how it ended.
+   */
+  async function guardOnPrimary(): Promise<{ unproved: string; unknownTerm: string }> {
+    const ds = await initDb(cluster!.url, { createTables: false });
+    try {
+      const svc = new ElectionService(ds);
+      const live = await svc.getLeader({ ns });
+      const code = (e: unknown) => String((e as { driverError?: { code?: unknown }; code?: unknown }).driverError?.code ?? (e as { code?: unknown }).code);
+      const insert = 'INSERT INTO elector_ledger (term, candidate_id, seq) VALUES ($1, $2, -1)';
+      const unproved = await ds.query(insert, [live?.term ?? 0, live?.leaderId ?? randomUUID()]).then(() => 'committed', code);
+      const unknownTerm = await withTransaction(ds, async (m) => {
+        const candidateId = live?.leaderId ?? randomUUID();
+        const term = (live?.term ?? 0) + 1;
+        await svc.assertLeader(candidateId, { ns, term, session: m }).catch((e: unknown) => {
+          if (!(e instanceof NotLeaderError)) throw e;
+        });
+        await m.query(insert, [term, candidateId]);
+      }).then(
+        () => 'committed',
+        (e: unknown) => (e instanceof NotLeaderError ? `NotLeaderError (${code(e.cause)})` : code(e)),
+      );
+      return { unproved, unknownTerm };
+    } finally {
+      await ds.destroy();
+    }
+  }
 
   async function listeners(member: string): Promise<number> {
     const rows = await cluster!
@@ -438,6 +471,8 @@ describe.each([
         overtakenByTick: closing.overtaken,
       });
       const deliveryMisses = [...mine.flatMap((r) => r.deliveryMisses), ...closing.misses];
+      // After the fault, on the member that is primary now: the guard refuses what no live term proves.
+      expect(await guardOnPrimary()).toEqual({ unproved: 'GS001', unknownTerm: 'NotLeaderError (GS001)' });
       const sum = (key: keyof TrialResult) => mine.reduce((n, r) => n + Number(r[key]), 0);
       report(`Patroni ${mode} ${scenario}: ${TRIALS} trial(s)`, {
         handoverMs: stats(mine.map((r) => r.handoverMs)),

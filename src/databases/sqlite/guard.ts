@@ -76,8 +76,8 @@ async function proofTableExists(context: DbContext, m: EntityManager): Promise<b
   return row !== undefined;
 }
 
-/** QueryRunners whose open transaction holds proof rows, and their installation's proof table (deleted before they commit). */
-const provedRunners = new WeakMap<QueryRunner, string>();
+/** QueryRunners whose open transaction holds proof rows, and their DataSource's context (whose proof table's rows are deleted before they commit). */
+const provedRunners = new WeakMap<QueryRunner, DbContext>();
 
 /** TypeORM's nesting depth of a runner's transaction (1: the outermost; more: a savepoint's commit or rollback). */
 const depthOf = (runner: QueryRunner) => Number((runner as unknown as { transactionDepth?: number }).transactionDepth ?? 1);
@@ -86,9 +86,9 @@ const depthOf = (runner: QueryRunner) => Number((runner as unknown as { transact
 class ProofEnds implements EntitySubscriberInterface {
   async beforeTransactionCommit(event: TransactionCommitEvent): Promise<void> {
     const runner = event.queryRunner;
-    const proofs = provedRunners.get(runner);
-    if (proofs === undefined || depthOf(runner) > 1) return;
-    await runner.query(`DELETE FROM ${id(proofs)}`);
+    const context = provedRunners.get(runner);
+    if (context === undefined || depthOf(runner) > 1) return;
+    await execute(context, runner.manager, sql`DELETE FROM ${context.table(PROOF_TABLE)}`);
   }
   afterTransactionCommit(event: TransactionCommitEvent): void {
     if (!event.queryRunner.isTransactionActive) provedRunners.delete(event.queryRunner);
@@ -160,21 +160,20 @@ export const sqliteGuards: GuardParts = {
     // Outside a TypeORM transaction a proof would commit with its own statement: it proves nothing.
     if (!runner?.isTransactionActive) return;
     if (!(await proofTableExists(context, m))) return; // nothing is guarded: no table could check a proof
-    const proofs = context.tableName(PROOF_TABLE);
     const leaders = context.table(LEADER_TABLE);
     const termMatches = fence.term === undefined ? raw('') : sql` AND l.term = ${fence.term}`;
     try {
       await execute(
         context,
         m,
-        sql`INSERT OR REPLACE INTO ${raw(id(proofs))} (ns, holder, term) SELECT l.ns, l.leader_id, l.term FROM ${leaders} l
+        sql`INSERT OR REPLACE INTO ${context.table(PROOF_TABLE)} (ns, holder, term) SELECT l.ns, l.leader_id, l.term FROM ${leaders} l
 WHERE l.ns = ${fence.ns} AND l.leader_id = ${fence.candidateId} AND l.lease_expires_at > ${context.dialect.now}${termMatches}`,
       );
     } catch (error) {
       proofTableSeen.delete(context.dataSource); // dropped behind the library's back: looked up again next time
       throw error;
     }
-    provedRunners.set(runner, proofs);
+    provedRunners.set(runner, context);
     subscribe(context.dataSource);
   },
 
