@@ -384,7 +384,12 @@ async function runChaos(options) {
     const nextType = faultBag(types, random);
     const stallsDue = [...guaranteedStalls];
     let runEnd = runStart + o.durationS * 1000;
-    while (types.length && !interrupted && (Date.now() < faultEnd || faults.length < o.minFaults || stallsDue.length)) {
+    // Faults named by `faults` (--faults) each run at least once, however slow the machine: a run
+    // asked for a restart must have one (a stall that no fenced action took up is repeated, which
+    // could otherwise reach minFaults first).
+    const named = o.faults ? types.filter((type) => o.faults?.includes(type)) : [];
+    const namedDue = () => named.some((type) => !faults.some((f) => f.type === type));
+    while (types.length && !interrupted && (Date.now() < faultEnd || faults.length < o.minFaults || stallsDue.length || namedDue())) {
       const first = faults.length === 0;
       const guaranteed = !first || !opening ? stallsDue[0] : undefined;
       if (first || guaranteed) for (const until = Date.now() + 15_000; Date.now() < until && (await ctx.leaderSlot().catch(() => undefined)) === undefined; ) await sleep(100);
@@ -401,7 +406,7 @@ async function runChaos(options) {
         say(`chaos: no fenced action took up ${guaranteed} in 8 attempts`);
         stallsDue.shift();
       }
-      if (faults.length >= o.minFaults && !stallsDue.length) await pause(Math.max(0, Math.min(faultEnd - Date.now(), 300 + random() * 1500)));
+      if (faults.length >= o.minFaults && !stallsDue.length && !namedDue()) await pause(Math.max(0, Math.min(faultEnd - Date.now(), 300 + random() * 1500)));
       else await pause(300 + random() * 1500);
     }
     await pause(Math.max(0, runEnd - Date.now()));
