@@ -27,12 +27,17 @@ test('the estimate: the measured database time carried forward by the monotonic 
   const answered = performance.now();
   clock.observe(new Date(Date.now() + 10_000 - 10), sent, answered);
   expect(clock.measured).toBe(true);
-  const skew = clock.now() - Date.now();
-  // Exact but for the wall clock's whole milliseconds and a pause between reading `answered` and
+  const readFrom = performance.now();
+  const estimate = clock.now();
+  const wall = Date.now();
+  const readFor = performance.now() - readFrom;
+  const skew = estimate - wall;
+  // Exact but for the wall clock's whole milliseconds, a pause between reading `answered` and
   // the wall clock in observe's argument (it makes the estimate ahead by that pause, at most all
-  // the time since `answered`): the bound is what this run took, not a guess.
+  // the time since `answered`), and a pause between the estimate and the wall clock read after it
+  // (behind by at most `readFor`): the bounds are what this run took, not a guess.
   const since = performance.now() - answered;
-  expect(skew).toBeGreaterThanOrEqual(10_000 - 2);
+  expect(skew).toBeGreaterThanOrEqual(10_000 - 2 - readFor);
   expect(skew).toBeLessThanOrEqual(10_000 + since + 2);
 });
 
