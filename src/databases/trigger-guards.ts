@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'crypto';
+import type { DataSource, EntitySubscriberInterface } from 'typeorm';
 import type { GuardedTable } from './contract/guards';
 
 /*
@@ -55,4 +56,14 @@ export function refusalDetail(message: string): Record<string, unknown> | undefi
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Adds the subscriber that ends proofs with their transactions to the DataSource, once (at the
+ * first proof: a DataSource that never proves carries none). TypeORM calls a DataSource's
+ * subscribers for every transaction of its QueryRunners.
+ */
+export function subscribeOnce(dataSource: DataSource, Subscriber: new () => EntitySubscriberInterface): void {
+  const subscribers = dataSource.subscribers as EntitySubscriberInterface[];
+  if (!subscribers.some((s) => s instanceof Subscriber)) subscribers.push(new Subscriber());
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'crypto';
-import type { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
+import type { EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import type { DbContext } from '../../db/context';
 import { execute } from '../../db/session';
 import { raw, sql, SqlFragment } from '../../db/sql';
@@ -7,7 +7,7 @@ import { LEADER_TABLE } from '../../election/tables';
 import { ValidationError } from '../../errors';
 import { LeaderTableMissing, type GuardParts, type GuardTarget } from '../contract/guards';
 import { driverError } from '../dialect';
-import { guardTriggerName, installationMark as markOf, markComment, markedGuards, refusalDetail } from '../trigger-guards';
+import { guardTriggerName, installationMark as markOf, markComment, markedGuards, refusalDetail, subscribeOnce } from '../trigger-guards';
 
 /*
  * Guarded tables on MySQL/MariaDB. Three row triggers per table (BEFORE INSERT, UPDATE, DELETE:
@@ -99,10 +99,6 @@ class ProofEnds implements EntitySubscriberInterface {
   }
 }
 
-function subscribe(dataSource: DataSource): void {
-  const subscribers = dataSource.subscribers as EntitySubscriberInterface[];
-  if (!subscribers.some((s) => s instanceof ProofEnds)) subscribers.push(new ProofEnds());
-}
 
 /** The leader table's database and name, resolved by the server (it is named in the triggers, which run in the guarded table's database). */
 async function leaderTableOf(context: DbContext, m: EntityManager): Promise<{ db: string; table: string }> {
@@ -214,7 +210,7 @@ export const mysqlGuards: GuardParts = {
     const runner = m.queryRunner;
     if (runner?.isTransactionActive) {
       provedRunners.add(runner);
-      subscribe(context.dataSource);
+      subscribeOnce(context.dataSource, ProofEnds);
       return;
     }
     // Outside a TypeORM transaction nothing would end it: a proof there proves nothing.

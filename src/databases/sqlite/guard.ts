@@ -6,7 +6,7 @@ import { LEADER_TABLE, PROOF_TABLE } from '../../election/tables';
 import { ValidationError } from '../../errors';
 import { LeaderTableMissing, type FenceProof, type GuardParts, type GuardTarget } from '../contract/guards';
 import { driverError } from '../dialect';
-import { DETAIL, guardTriggerName, installationMark, markComment, markedGuards, refusalDetail } from '../trigger-guards';
+import { DETAIL, guardTriggerName, installationMark, markComment, markedGuards, refusalDetail, subscribeOnce } from '../trigger-guards';
 
 /*
  * Guarded tables on SQLite (both drivers). SQLite has no session variable and no transaction-local
@@ -98,10 +98,6 @@ class ProofEnds implements EntitySubscriberInterface {
   }
 }
 
-function subscribe(dataSource: DataSource): void {
-  const subscribers = dataSource.subscribers as EntitySubscriberInterface[];
-  if (!subscribers.some((s) => s instanceof ProofEnds)) subscribers.push(new ProofEnds());
-}
 
 /** The leader table's name, which must exist (the triggers read it). */
 async function leaderTableOf(context: DbContext, m: EntityManager): Promise<string> {
@@ -174,7 +170,7 @@ WHERE l.ns = ${fence.ns} AND l.leader_id = ${fence.candidateId} AND l.lease_expi
       throw error;
     }
     provedRunners.set(runner, context);
-    subscribe(context.dataSource);
+    subscribeOnce(context.dataSource, ProofEnds);
   },
 
   async guard(context, m, target, ns) {
