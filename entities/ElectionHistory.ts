@@ -7,8 +7,13 @@ const bigintAsNumber: ValueTransformer = {
   from: (value: string | number | null) => (value === null ? null : Number(value)),
 };
 
-/** Why a term ended, as `end_reason` stores it. */
-export type HistoryEndReason = 'resigned' | 'unregistered' | 'expired' | 'handed-over';
+/**
+ * Why a term ended, as `end_reason` stores it: its holder resigned, unregistered or handed over
+ * to a preferred candidate, the lease ran out, or it was an operator's (`runAsOperator`).
+ */
+export const HISTORY_END_REASONS = Object.freeze(['resigned', 'unregistered', 'expired', 'handed-over', 'operator'] as const);
+/** Why a term ended, as `end_reason` stores it (see {@link HISTORY_END_REASONS}). */
+export type HistoryEndReason = (typeof HISTORY_END_REASONS)[number];
 
 /**
  * One leadership per row (table `gemstone_election_history`): the term, who held it, when it was

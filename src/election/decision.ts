@@ -181,6 +181,9 @@ export function decideElect(input: {
  */
 export type VacateReason = Exclude<HistoryEndReason, 'expired'>;
 
+/** The reasons of a holder's step down that keeps it a candidate: `resign`, `handOver`, the end of `runAsOperator`. */
+export type StepDownReason = Exclude<VacateReason, 'unregistered'>;
+
 /** What `resign`, `handOver` or `unregister` must do to the lease and answer. */
 export interface VacateVerdict {
   readonly branch: 'V0' | 'V1' | 'V2';

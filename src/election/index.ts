@@ -26,6 +26,7 @@ export {
 export { ElectionService } from './service';
 export type { ElectionServiceOptions, LeaderInfo, CandidateInfo, CandidateCallOptions } from './service';
 export type { GuardedTable, GuardTableOptions, UnguardTableOptions } from './guards';
+export type { OperatorLease, OperatorOptions } from './operator';
 export type { ElectOutcome } from './rows';
 export {
   defaultElectionService,

@@ -13,6 +13,9 @@ import type { ElectionPrograms } from '../databases/contract/programs';
 import { decide, ElectionStore, LeaderRow, storeOf } from './store';
 import type { CandidateInfo, ElectOutcome } from './rows';
 import { fenceLeader } from './fence';
+import type { StepDownReason } from './decision';
+import { runAsOperator, type OperatorLease, type OperatorOptions } from './operator';
+import { withTransaction } from '../db/transaction';
 import { checkGuardTarget, GuardedTable, guardedTables, guardTable, GuardTableOptions, unguardTable, UnguardTableOptions } from './guards';
 import { runStatementsOf } from '../schedules/statements';
 import { checkRunsOptions, type GetRunsOptions } from '../schedules/validate';
@@ -449,7 +452,7 @@ export class ElectionService {
   }
 
   /** resign and handOver: the same step down, recorded in the history with `reason`. */
-  async #stepDown(candidateId: string, options: CallOptions | undefined, reason: 'resigned' | 'handed-over'): Promise<boolean> {
+  async #stepDown(candidateId: string, options: CallOptions | undefined, reason: StepDownReason): Promise<boolean> {
     const id = checkCandidateId(candidateId);
     const { ns, session } = checkCallOptions(options);
     const programs = this.#programsFor(this.#resolve(session), session);
@@ -600,6 +603,42 @@ export class ElectionService {
     const dataSource = this.#resolve(sessionIn(options));
     const { target, session } = checkGuardTarget(contextOf(dataSource), table, options, []);
     return unguardTable(dataSource, session, target);
+  }
+
+  /**
+   * Writes to leader-only tables as an operator (a bulk load, a repair), through the guards and
+   * recorded in the history: registers a candidate of its own (a fresh UUID, the highest
+   * priority, `metadata` `{ operator, reason, host, pid }`), so that the leader hands over at its
+   * next tick as it does to any preferred candidate (nobody is preempted before that: a leader
+   * works on until its tick); once it leads, runs `work` in one transaction that first proves the
+   * lease (`assertLeader` under the term it was granted: a guarded table accepts the writes, and
+   * a takeover waits for the commit), then ends the term with the end reason `operator` in the
+   * history and unregisters: the loops' candidates take the lease back at their next tick.
+   *
+   * Waits at most `waitMs` (default three leases) for the lease: a leader of the highest priority
+   * never hands over, nor does a caller of `elect` without a loop; then it rejects with
+   * {@link NotLeaderError} naming the holder, and nothing was written. `work` runs inside the
+   * lease: it must commit within `expireSeconds` (the lease is not renewed while it runs, and a
+   * guarded table refuses a write after the lease ran out): split a long load into several calls.
+   * Like `withTransaction`, `work` may run more than once on a serialization conflict.
+   */
+  async runAsOperator<T>(options: OperatorOptions, work: (manager: EntityManager, lease: OperatorLease) => Promise<T>): Promise<T> {
+    const dataSource = this.#resolve(undefined);
+    return runAsOperator(
+      {
+        expireSeconds: this.#expireSeconds,
+        electOutcome: (id, ask) => this.electOutcome(id, ask),
+        provenTransaction: (id, ns, term, fn) =>
+          withTransaction(dataSource, async (manager) => {
+            await this.assertLeader(id, { ns, term, session: manager });
+            return fn(manager);
+          }),
+        endTerm: (id, ns) => this.#stepDown(id, { ns }, 'operator'),
+        unregisterCandidate: (id, o) => this.unregisterCandidate(id, o),
+      },
+      options,
+      work,
+    );
   }
 
   /** Every table this installation guards, with its schema (PostgreSQL; null on MySQL/MariaDB and SQLite) and namespace. */

@@ -20,7 +20,8 @@ export const MAX_NS_LENGTH = 255;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function describe(value: unknown): string {
+/** A bad value as a ValidationError's message shows it: short strings quoted, long ones by length, objects by kind. */
+export function describe(value: unknown): string {
   if (typeof value === 'string') return value.length > 60 ? `a ${value.length}-character string` : JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
   if (value === null) return 'null';

@@ -8,7 +8,7 @@ import type { CandidateMetadata } from 'gemstone-utils';
 import { decideElect, decideFence, decideVacate, isLive, type CallerStanding, type FenceVerdict, type LeaseRow } from '../../dist/src/election/decision';
 
 export type JsonObject = CandidateMetadata;
-export type EndReason = 'resigned' | 'handed-over' | 'unregistered' | 'expired';
+export type EndReason = 'resigned' | 'handed-over' | 'unregistered' | 'expired' | 'operator';
 export type VacateReason = Exclude<EndReason, 'expired'>;
 
 export interface CandidateState {

@@ -2,7 +2,7 @@
 export const PAGE_CSS = `
 :root {
   --ink: #1d2430; --muted: #6b7280; --line: #e3e6eb; --bg: #f6f7f9; --card: #fff; --accent: #2457c5;
-  --current: #2e9d4f; --handed-over: #2f6fd6; --resigned: #8a4fc7; --unregistered: #0f8f95; --expired: #e0632a;
+  --current: #2e9d4f; --handed-over: #2f6fd6; --resigned: #8a4fc7; --unregistered: #0f8f95; --expired: #e0632a; --operator: #a16207;
   --bad: #c62828; --warn: #d9822b; --flap: #8e24aa; --ok: #2e7d32;
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
   color: var(--ink); background: var(--bg);
@@ -91,6 +91,7 @@ tr.is-leader td { background: #f3faf4; }
 .seg-resigned { background: var(--resigned); }
 .seg-unregistered { background: var(--unregistered); }
 .seg-expired { background: var(--expired); }
+.seg-operator { background: var(--operator); }
 .seg-vacant { background: repeating-linear-gradient(135deg, #f4c7c3 0 3px, #fbeaea 3px 7px); border-right: 0; }
 .legend { display: flex; flex-wrap: wrap; gap: 14px; margin: 8px 0; font-size: 12px; color: var(--muted); }
 .legend .key { display: inline-flex; align-items: center; gap: 5px; }

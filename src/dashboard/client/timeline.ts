@@ -16,6 +16,7 @@ export const REASONS: readonly (readonly [string, string])[] = [
   ['resigned', 'resigned'],
   ['unregistered', 'unregistered'],
   ['expired', 'expired'],
+  ['operator', 'an operator\'s'],
   ['vacant', 'vacant'],
 ];
 

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { HISTORY_END_REASONS } from '../../../entities/ElectionHistory';
 import type { DbContext } from '../../db/context';
 import { sql, SqlFragment } from '../../db/sql';
 import { CANDIDATE_TABLE, HISTORY_TABLE } from '../../election/schema';
@@ -6,7 +7,7 @@ import { parseMetadata, type CandidateMetadata } from '../../election/validate';
 import { MAX_GROUP_TIMELINE_TERMS, MAX_TIMELINE_TERMS } from '../options';
 import { epochMs, inList, ReadBounds, boundedRead } from './read';
 
-const REASONS = ['resigned', 'unregistered', 'expired', 'handed-over'];
+const REASONS: readonly string[] = HISTORY_END_REASONS;
 
 /** One term in a timeline; instants are epoch ms by the database clock. */
 export interface TermView {

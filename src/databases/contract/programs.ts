@@ -3,6 +3,7 @@ import type { DbContext } from '../../db/context';
 import type { SqlFragment } from '../../db/sql';
 import type { CandidateRow, ElectDecision, LeaderRow } from '../../election/rows';
 import type { CandidateFields } from '../../election/validate';
+import type { StepDownReason } from '../../election/decision';
 import type { SharedStore } from './store';
 
 /*
@@ -16,7 +17,7 @@ export interface ElectionPrograms {
   elect(ns: string, id: string, expire: number, fields?: CandidateFields): Promise<ElectDecision & { ns: string }>;
   touch(ns: string, id: string, expire: number, fields?: CandidateFields): Promise<void>;
   /** resign or hand over: true only if the caller held an unexpired lease. */
-  resign(ns: string, id: string, reason: 'resigned' | 'handed-over'): Promise<boolean>;
+  resign(ns: string, id: string, reason: StepDownReason): Promise<boolean>;
   unregister(ns: string, id: string): Promise<void>;
   /** One read-only statement outside any transaction. */
   readRows(statement: SqlFragment): Promise<Record<string, unknown>[]>;

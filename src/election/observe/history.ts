@@ -5,7 +5,7 @@ import { raw, sql, SqlFragment } from '../../db/sql';
 import { ValidationError, shown } from '../../errors';
 import { CANDIDATE_TABLE, HISTORY_TABLE, LEADER_TABLE } from '../schema';
 import { checkNs, checkOptions, parseMetadata } from '../validate';
-import type { HistoryEndReason } from '../../../entities/ElectionHistory';
+import { HISTORY_END_REASONS, type HistoryEndReason } from '../../../entities/ElectionHistory';
 import type { VacateReason } from '../decision';
 
 export type { HistoryEndReason };
@@ -68,7 +68,7 @@ export function checkHistoryOptions(value: unknown, extra: readonly string[] = [
 /** Candidate metadata as stored (JSON text of an object); null when absent or not an object. */
 export { parseMetadata };
 
-const REASONS: readonly string[] = ['resigned', 'unregistered', 'expired', 'handed-over'];
+const REASONS: readonly string[] = HISTORY_END_REASONS;
 
 /**
  * The history table's statements. Each is built to run in the transaction (or statement) that

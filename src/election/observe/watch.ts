@@ -75,7 +75,8 @@ export interface CheckedWatchOptions {
   onError: ((error: unknown) => void) | undefined;
 }
 
-function isAbortSignal(value: unknown): value is AbortSignal {
+/** An AbortSignal by its shape (one of another realm or a polyfill passes too). */
+export function isAbortSignal(value: unknown): value is AbortSignal {
   return hasMethods(value, ['addEventListener', 'removeEventListener']) && typeof (value as AbortSignal).aborted === 'boolean';
 }
 

@@ -1,4 +1,5 @@
 import { sql } from '../../../db/sql';
+import type { StepDownReason } from '../../../election/decision';
 import { deleteCandidateStatement } from '../../../election/statements/candidate-writes';
 import { ProgramContext, readLeader, toRow, vacateIfHeld, write } from './program-context';
 
@@ -13,7 +14,7 @@ import { ProgramContext, readLeader, toRow, vacateIfHeld, write } from './progra
  * it is vacated too. Whether it was unexpired is what closing its term decided (`expired` or
  * not, by the clock of that statement); a lease without a history row is judged by the read.
  */
-export async function resignProgram(pc: ProgramContext, ns: string, id: string, reason: 'resigned' | 'handed-over'): Promise<boolean> {
+export async function resignProgram(pc: ProgramContext, ns: string, id: string, reason: StepDownReason): Promise<boolean> {
   const { leaders, history } = pc.t;
   const [before, , closed] = await write(pc, [
     readLeader(pc, ns),
