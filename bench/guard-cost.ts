@@ -12,6 +12,8 @@
  * - `1,000 rows`: one INSERT … SELECT of 1,000 rows (a batch: PostgreSQL's statement trigger
  *   runs once, MariaDB's and SQLite's row triggers 1,000 times).
  * The ratio is the unguarded transaction's time ÷ the guarded one's (1.00×: no cost).
+ * Before the first guard, it also times what the proof adds to every fence where nothing is
+ * guarded (see `proofOverhead`).
  */
 import type { QueryRunner } from 'typeorm';
 import { BenchDatabase, type BenchKind } from './lib/databases';
@@ -62,6 +64,12 @@ async function measure(kind: Kind): Promise<void> {
     const ns = 'guarded';
     await election.electOutcome(leader, { ns });
     for (const table of ['plain', 'guarded']) await dataSource.query(sql.table(table));
+    const before = await proofOverhead(kind, runner, async () => {
+      await runner.startTransaction();
+      await election.assertLeader(leader, { ns, session: runner });
+      await runner.query(`INSERT INTO plain (note) VALUES (${sql.param})`, ['x']);
+      await runner.commitTransaction();
+    });
     await election.guardTable('guarded', { ns });
 
     /** One fenced transaction writing `write` to `table`; it must commit (a refused write would measure nothing). */
@@ -115,6 +123,7 @@ async function measure(kind: Kind): Promise<void> {
       const [plain, guarded] = [median(walls.plain!), median(walls.guarded!)];
       lines.push(`| ${name} | ${plain.toFixed(0)} | ${guarded.toFixed(0)} | ${(plain / guarded).toFixed(2)}× |`);
     }
+    lines.push('', before);
     console.log(`${lines.join('\n')}\n`);
   } finally {
     if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
@@ -122,6 +131,38 @@ async function measure(kind: Kind): Promise<void> {
     await dataSource.destroy();
     await db.drop();
   }
+}
+
+/**
+ * What the proof costs a fence while nothing is guarded (measured before the first guard): the
+ * statement it adds, timed alone on the same connection, against a fenced one-row transaction to
+ * an unguarded table. PostgreSQL adds none (the proof is a `set_config` inside the fence's own
+ * statement). MariaDB clears the proof after every fenced transaction's COMMIT (`SET
+ * @gemstone_proof = NULL`, queued on the connection: the commit does not wait for it, the
+ * connection's next statement does). SQLite looks the proof table up in `sqlite_master` on every
+ * fence until it exists.
+ */
+async function proofOverhead(kind: Kind, runner: QueryRunner, fencedTransaction: () => Promise<void>): Promise<string> {
+  const extra = {
+    postgres: undefined,
+    mariadb: () => runner.query('SET @gemstone_proof = NULL'),
+    sqlite: () => runner.query(`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?`, ['gemstone_election_proof']),
+  }[kind];
+  if (!extra) return 'Before any guard: a fence adds no statement for its proof (a `set_config` inside the fence\'s own statement).';
+  const time = async (call: () => Promise<unknown>) => {
+    for (let i = 0; i < 50; i++) await call();
+    const walls: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const started = process.hrtime.bigint();
+      for (let i = 0; i < TRANSACTIONS; i++) await call();
+      walls.push(Number(process.hrtime.bigint() - started) / 1_000 / TRANSACTIONS);
+    }
+    return median(walls);
+  };
+  const fence = await time(fencedTransaction);
+  const added = await time(extra);
+  const what = kind === 'mariadb' ? 'the proof\'s clearing after COMMIT (`SET @gemstone_proof = NULL`)' : 'the proof table\'s lookup (`sqlite_master`)';
+  return `Before any guard: a fenced one-row transaction to an unguarded table takes ${fence.toFixed(0)} µs; ${what}, timed alone, ${added.toFixed(1)} µs: ${((100 * added) / fence).toFixed(1)}% of it.`;
 }
 
 async function main(): Promise<void> {
