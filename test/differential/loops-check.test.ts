@@ -89,7 +89,7 @@ describe('differential real loops: the checks of a round', () => {
     expect(against(twice).violations).toEqual(["elector 0 in loops-0: its leaderships were of terms [1 (lost), 2 (lost), 2 (stopped)]; term 2 was granted to it 1 time(s) (granted at 2026-01-01T00:00:00.400Z)"]);
   });
 
-  test('a term never led is excused only by a tick answered a lease late after it was granted, or a stop of that loop', () => {
+  test('a term never led is excused only by a tick answered a lease late after it was granted, or a stop of that loop within a lease after it', () => {
     const unledTerm = (evidence: WorkerLine[]) => {
       const input = clean();
       input.lines = [...input.lines.filter((l) => !(l['loop'] === 1 && l['lid'] === 2)), ...evidence].sort((x, y) => x.t - y.t);
@@ -100,6 +100,10 @@ describe('differential real loops: the checks of a round', () => {
     expect(unledTerm([{ event: 'slow-tick', t: T0 + 600, loop: 1, ms: 1200 }]).violations).toHaveLength(1);
     expect(unledTerm([{ event: 'slow-tick', t: T0 + 720, loop: 1, ms: 1200 }])).toEqual({ violations: [], unled: 1, unledOfLed: 0 });
     expect(unledTerm([{ event: 'stopping', t: T0 + 690, loop: 1 }, { event: 'loop-stopped', t: T0 + 750, loop: 1 }])).toEqual({ violations: [], unled: 1, unledOfLed: 0 });
+    // A stop that began within a lease after the grant: the tick that made it may have been in flight.
+    expect(unledTerm([{ event: 'stopping', t: T0 + 1600, loop: 1 }, { event: 'loop-stopped', t: T0 + 1700, loop: 1 }])).toEqual({ violations: [], unled: 1, unledOfLed: 0 });
+    // One that began more than a lease after it: that tick had answered (or was a slow tick).
+    expect(unledTerm([{ event: 'stopping', t: T0 + 1800, loop: 1 }, { event: 'loop-stopped', t: T0 + 1900, loop: 1 }]).violations).toHaveLength(1);
     // Another loop's stop explains nothing.
     expect(unledTerm([{ event: 'stopping', t: T0 + 690, loop: 0 }, { event: 'loop-stopped', t: T0 + 750, loop: 0 }]).violations).toHaveLength(1);
   });

@@ -47,7 +47,8 @@ export interface HistoryRow {
  * its that answered a lease's length or more after it was sent (the grant came after the local
  * deadline it armed, and grants nothing), a moment its clocks disagreed within a lease of the
  * grant (the deadline passed early), or a stop of it (a grant answered while it stopped is never
- * started; the stop vacates it).
+ * started, the stop vacates it; the tick that asked may have been sent up to a lease before the
+ * stop began).
  */
 export interface Unled {
   /** Wall time of the end of each such tick, per loop. */
@@ -144,7 +145,11 @@ export function loopsAgainstHistory(
         if (h.leaderId !== l.candidateId) continue;
         const at = h.acquiredAt.getTime();
         const late = unled.slowTicks[i]!.filter((t) => t >= at - CLOCK_LEEWAY_MS && (h.endedAt === null || t <= h.endedAt.getTime() + LOOP_EXPIRE_SECONDS * 1000));
-        const stopping = unled.stops[i]!.filter(([from, to]) => at >= from - CLOCK_LEEWAY_MS && at <= to + CLOCK_LEEWAY_MS);
+        // A tick in flight when the stop began was sent at most a lease before it (a longer one is
+        // a slow tick): its grant, made by a statement before the stop and answered after it, is
+        // ignored, and the stop vacates the lease. The holder is what the round restarts, so the
+        // round's read of the holder often comes between that statement and its answer.
+        const stopping = unled.stops[i]!.filter(([from, to]) => at >= from - LOOP_EXPIRE_SECONDS * 1000 - CLOCK_LEEWAY_MS && at <= to + CLOCK_LEEWAY_MS);
         const stepped = unled.clockSteps.filter((t) => Math.abs(t - at) <= LOOP_EXPIRE_SECONDS * 1000 + CLOCK_LEEWAY_MS);
         const g = grant(h.term);
         g.granted++;

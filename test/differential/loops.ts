@@ -147,6 +147,13 @@ export async function loopRound(db: TestDatabase, beside: () => Promise<void>): 
   // Not vacuous: terms changed hands, one of them granted twice.
   if (regrants.length === 0) found.push('no term was granted twice: the watches were not tested on it');
   if (terms < 2 * namespaces.length) found.push(`only ${terms} terms in the history of ${namespaces.length} namespaces`);
+  if (found.length > 0) {
+    // What a failure needs to be understood: the loops, the history, and the worker's record but
+    // the steps (errors, ticks that came near a lease, stops, rewinds, resignations, clock steps).
+    found.push(`the loops: ${loops.map((l, i) => `${l.kind} ${i} = ${l.candidateId} (every ${l.intervalMs} ms)`).join(', ')}`);
+    for (const [ns, rows] of histories) found.push(`history of ${ns}: ${rows.map((h) => `${h.term} ${h.leaderId.slice(0, 8)} ${h.acquiredAt.toISOString()}..${h.endedAt?.toISOString() ?? 'now'}`).join('; ')}`);
+    found.push(`the worker's record: ${worker.lines.filter((l) => l.event !== 'step').map((l) => JSON.stringify(l)).join(' ')}`);
+  }
   return {
     violations: found,
     summary: `${loops.length} loops over ${namespaces.length} namespaces for ${seconds} s: ${rule.orderDetail}; ${terms} terms in the history (${against.unled} grant(s) a loop never started: by a tick answered after its deadline, near a clock step, or while it stopped; ${against.unledOfLed} of them a second grant of a term it led; ${unled.clockSteps.length} clock step(s)), ${regrants.length} term(s) granted twice, ${changes} watch() changes`,

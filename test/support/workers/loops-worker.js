@@ -89,6 +89,8 @@ async function main() {
     // rule): a term it acquired at the database is led by nobody unless the next tick renews it.
     loop.on('tick', (tick) => {
       if (tick.durationSeconds * 1000 >= config.expireSeconds * 1000) out('slow-tick', { loop: i, ms: Math.round(tick.durationSeconds * 1000) });
+      // Not an excuse: what a failed check prints, to show the ticks that came near a lease.
+      else if (tick.durationSeconds * 1000 >= (config.expireSeconds * 1000) / 2) out('long-tick', { loop: i, ms: Math.round(tick.durationSeconds * 1000), outcome: tick.outcome ?? `acquired ${tick.acquired}` });
     });
     return loop;
   });
