@@ -129,7 +129,7 @@ export class LeadershipRun {
 
   /** The next slot this run waits for; null when none. */
   get nextSlot(): number | null {
-    return this.#ended ? null : (this.#queue[0]?.slot ?? this.#nextSlot);
+    return this.#isOver() ? null : (this.#queue[0]?.slot ?? this.#nextSlot);
   }
 
   /**
@@ -143,14 +143,21 @@ export class LeadershipRun {
     this.#release();
   }
 
-  get #ended(): boolean {
+  /**
+   * Whether this run is over. The leadership's local deadline may have passed before its timer
+   * fired (a blocked event loop: the claim's answer, or a slot's timer, can come first): asking the
+   * loop for the namespace's leadership ends it then and there, which aborts the signal, so no job
+   * starts past the deadline.
+   */
+  #isOver(): boolean {
+    if (!this.#signal.aborted) this.#host.current(this.#ns);
     return this.#signal.aborted || this.#fenced || this.#loop.ended;
   }
 
   async #main(after: Promise<unknown>): Promise<void> {
     await Promise.race([after, this.#sleep()]);
     this.#wake = undefined;
-    if (this.#ended) return;
+    if (this.#isOver()) return;
     this.#store = this.#host.store(this.#host.dataSource());
     const store = this.#store;
     const look = await this.#step('looking back at its runs', () => store.lookBack(this.#ns, this.#o.name));
@@ -164,7 +171,7 @@ export class LeadershipRun {
     for (const slot of plan.run) this.#queue.push({ slot, reclaim: false });
     this.#cursor = Math.max(now, newest ?? -Infinity);
     this.#arm();
-    while (!this.#ended) {
+    while (!this.#isOver()) {
       const next = this.#queue.shift();
       if (next) await this.#runSlot(next);
       else await this.#sleep();
@@ -179,7 +186,7 @@ export class LeadershipRun {
   #arm(): void {
     this.#loop.clear(this.#timer);
     this.#timer = undefined;
-    if (this.#ended) return;
+    if (this.#isOver()) return;
     const next = this.#o.series.next(this.#cursor);
     this.#nextSlot = next;
     if (next === null) return;
@@ -191,7 +198,7 @@ export class LeadershipRun {
   /** The timer fired: every slot after the cursor that is due by now is queued, skipped or missed. */
   #due(): void {
     this.#timer = undefined;
-    if (this.#ended) return;
+    if (this.#isOver()) return;
     const now = this.#host.clock.now();
     const plan = planCatchUp({ series: this.#o.series, newest: this.#cursor, now, catchUp: 'all', catchUpWindowMs: this.#o.catchUpWindowMs });
     // Every slot up to `now` is in the plan (those beyond its bound are left unrecorded).
@@ -235,7 +242,7 @@ export class LeadershipRun {
       if (claim.why === 'not-due') {
         // This host's estimate ran ahead of the database's clock: wait by the database's own answer.
         await this.#sleep(Math.max(MIN_WAIT_MS, slot - claim.databaseNow.getTime()));
-        if (this.#ended) return;
+        if (this.#isOver()) return;
         continue;
       }
       if (claim.why === 'not-leader') this.#fenced = true;
@@ -249,7 +256,7 @@ export class LeadershipRun {
       return;
     }
     // The leadership ended while the claim was on its way: the next leader runs the slot.
-    if (this.#ended) return;
+    if (this.#isOver()) return;
     await this.#execute(key, attempt);
   }
 
@@ -328,11 +335,11 @@ export class LeadershipRun {
    * again after the loop's tick period while the leadership lasts.
    */
   async #step<T>(what: string, statement: () => Promise<T>): Promise<T | undefined> {
-    while (!this.#ended) {
+    while (!this.#isOver()) {
       try {
         return await statement();
       } catch (error) {
-        if (this.#quietAfter(error) || this.#ended) return undefined;
+        if (this.#quietAfter(error) || this.#isOver()) return undefined;
         this.#report(`${what} failed (retrying in about ${Math.round(this.#host.retryMs)} ms)`, error);
         await this.#sleep(this.#host.retryMs);
       }
@@ -372,7 +379,7 @@ export class LeadershipRun {
 
   /** Waits until poked (a slot queued, the leadership ended), or `ms` when given. */
   #sleep(ms?: number): Promise<void> {
-    if (this.#ended) return Promise.resolve();
+    if (this.#isOver()) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const timer = ms === undefined ? undefined : this.#loop.timer(() => this.#poke(), ms, false);
       this.#wake = () => {
