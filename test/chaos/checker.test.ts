@@ -552,6 +552,28 @@ describe('chaos checker', () => {
     expect(failed(runFull(handedOver))).toContain('j');
   });
 
+  test('(j) …or where the renewal answered after the lapse told its holder to hand over, and it did', () => {
+    // Term 1's first lease ends at T0 + 2000 while A's renewal waits with the row locked and
+    // commits after that end (a watcher saw the lease lapse); A's local deadline demoted it; the
+    // renewal's answer (a preferred candidate is live: hand over) came after, and A's hand-over
+    // ended the term later (chaos ci3 at 333a184, MariaDB: a 1.4 s tick, then 'handed-over').
+    const across = (tick?: { t: number; ms: number; failed?: boolean }) => {
+      const input = full();
+      input.watches[1]!.changes.find((c) => c.term === 1 && c.leaderId === null)!.at = T0 + 2000;
+      input.history[0]!.endReason = 'handed-over';
+      if (tick) input.events.push({ ev: 'tick', slot: 0, incarnation: 1, failed: false, ...tick });
+      input.events.sort((a, b) => Number(a.t) - Number(b.t));
+      return input;
+    };
+    // Without a renewal in flight across the lapse, the early end is a watcher's error.
+    expect(failed(runFull(across()))).toContain('j');
+    expect(failed(runFull(across({ t: T0 + 2700, ms: 800 })))).not.toContain('j');
+    // Sent after the lease's end, answered before the demotion, or failed: it renewed nothing across it.
+    expect(failed(runFull(across({ t: T0 + 2700, ms: 600 })))).toContain('j');
+    expect(failed(runFull(across({ t: T0 + 2500, ms: 800 })))).toContain('j');
+    expect(failed(runFull(across({ t: T0 + 2700, ms: 800, failed: true })))).toContain('j');
+  });
+
   test('(k) an ineligible worker must never lead, and the quiet tail must end with a live top-priority leader', () => {
     const ineligibleLed = full();
     ineligibleLed.settings[1] = { slot: 1, priority: 1, eligible: false };

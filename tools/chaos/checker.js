@@ -634,8 +634,14 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
     // shows it: its local deadline (which starts before the renewal was sent) demoted it, reported
     // no earlier than a lease before the vacancy and, when its process was frozen, late. Then
     // either its tick's answer came in time and it was elected again under that term, or the
-    // renewed lease ran out with nobody leading (the history says expired). Only then may a
+    // renewed lease ran out with nobody leading (the history says expired), or the renewal's
+    // answer told it to give the lease up (a preferred candidate had appeared) and it vacated it:
+    // the history ends the term at that vacate, and the worker's tick that renewed was in flight
+    // across the lease's end (sent before it, answered after the demotion). Only then may a
     // watcher's end of a term precede the history's.
+    const VACATES = ['handed-over', 'resigned', 'unregistered'];
+    const renewalAcross = (/** @type {WorkerEvent} */ d, /** @type {number} */ at) =>
+      events.some((e) => e.ev === 'tick' && e.slot === d.slot && e.incarnation === d.incarnation && !e.failed && e.t >= d.t && e.t - Number(e.ms) <= at);
     const lapsedAndRenewed = (/** @type {HistoryRow} */ h, /** @type {number} */ at) =>
       h.endedAt !== null &&
       at < h.endedAt &&
@@ -643,7 +649,9 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
         (d) =>
           d.ev === 'demoted' && d.term === h.term && d.reason === 'lease-expired-locally' && candidateOf.get(`${d.slot}/${d.incarnation}`) === h.leaderId &&
           d.t >= at - leaseMs &&
-          (h.endReason === 'expired' || events.some((e) => e.ev === 'elected' && e.term === h.term && e.slot === d.slot && e.incarnation === d.incarnation && e.t > d.t)),
+          (h.endReason === 'expired' ||
+            events.some((e) => e.ev === 'elected' && e.term === h.term && e.slot === d.slot && e.incarnation === d.incarnation && e.t > d.t) ||
+            (VACATES.includes(String(h.endReason)) && renewalAcross(d, at))),
       );
     // A vacate (a hand-over, a stop's unregister) decided while the lease was live, whose
     // transaction committed only after the lease's end: readers saw the lease lapse before they
