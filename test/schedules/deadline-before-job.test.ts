@@ -12,9 +12,10 @@
  * blocks the event loop for longer than the lease. The timer runs before the answer can arrive,
  * the answer arrives during the block, and the deadline passes in it.
  */
-import type { DataSource, Logger, QueryRunner } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { LeaderElector } from 'gemstone-utils';
 import { blockEventLoop, waitFor } from '../elector/helpers';
+import { QueryLog } from '../db/support/query-log';
 import { describeEachDatabase } from '../support/databases';
 import { ns as freshNs } from '../support/rows';
 
@@ -22,12 +23,13 @@ const LEASE_MS = 1000;
 const BLOCK_MS = 1500;
 
 /** Blocks the event loop from a timer right after the next claim's COMMIT is sent, once armed. */
-class ClaimBlocker implements Logger {
+class ClaimBlocker extends QueryLog {
   armed = false;
   #claimSent = false;
   blockedAt: number | undefined;
 
-  logQuery(query: string, _parameters?: unknown[], _runner?: QueryRunner): void {
+  override logQuery(query: string, parameters?: unknown[]): void {
+    super.logQuery(query, parameters);
     if (!this.armed) return;
     if (/^UPDATE .*gemstone_election_run.* SET state = .*attempt = /s.test(query)) this.#claimSent = true;
     else if (this.#claimSent && /^COMMIT/i.test(query.trim())) {
@@ -41,11 +43,6 @@ class ClaimBlocker implements Logger {
       }, 0);
     }
   }
-  logQueryError(): void {}
-  logQuerySlow(): void {}
-  logSchemaBuild(): void {}
-  logMigration(): void {}
-  log(): void {}
 }
 
 describeEachDatabase(
