@@ -30,6 +30,19 @@ const term = (n: number, acquiredAt: number, endedAt: number | null = null, endR
 });
 
 describe('timeline segments', () => {
+  test('the legend and the stylesheet have a colour for every end reason the history stores', () => {
+    const { HISTORY_END_REASONS } = require('../../dist/entities/ElectionHistory') as { HISTORY_END_REASONS: readonly string[] };
+    const { PAGE_CSS } = require('../../dist/src/dashboard/assets/style') as { PAGE_CSS: string };
+    const script = `import { REASONS } from ${JSON.stringify(`file://${MODULE}`)};
+process.stdout.write(JSON.stringify(REASONS.map(([kind]) => kind)));`;
+    const legend = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as string[];
+    expect(HISTORY_END_REASONS).toContain('operator');
+    for (const reason of HISTORY_END_REASONS) {
+      expect(legend).toContain(reason);
+      expect(PAGE_CSS).toContain(`.seg-${reason} {`);
+    }
+  });
+
   const terms = [term(1, 1_000, 5_000, 'unregistered'), term(2, 5_100)];
 
   test('the newest open term is current while the leader row as last read is of an older term', () => {
