@@ -86,18 +86,21 @@ async function readRows(gc: GroupContext, m: EntityManager, me: string, batches:
 /**
  * The leases this candidate holds, live: locked first, in namespace order, WAITING for a lock
  * another transaction holds (its own fenced transactions lock these rows and write them), each
- * wait bounded, for these statements only: MariaDB by `max_statement_time` (fractions of a
- * second), MySQL by `innodb_lock_wait_timeout` (whole seconds, one at least).
+ * wait bounded, for these statements only: by `innodb_lock_wait_timeout` (whole seconds, rounded
+ * up, one at least), and on MariaDB first by `max_statement_time` (fractions of a second). The whole seconds
+ * stay set on MariaDB too: `max_statement_time` ends a wait by killing the statement from a timer,
+ * and a wait that kill misses (the statement's thread was starved of CPU while the timer fired)
+ * still ends within them instead of the server's default 50 s (a test's group tick on MariaDB
+ * once went unanswered past a 5 s lease while another's transaction held the row for 7 s).
  */
 async function lockOwnLive(gc: GroupContext, m: EntityManager, lockWaitMs: number, ownLive: string[]): Promise<void> {
   const { leaders } = gc.t;
   const mariadb = await isMariadbServer(gc.context.dataSource, m.queryRunner!);
+  const wholeSeconds = sql`SET @gemstone_lock_bound = @@SESSION.innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = CAST(${Math.max(1, Math.ceil(lockWaitMs / 1000))} AS UNSIGNED)`;
   await run(
     gc,
     m,
-    mariadb
-      ? sql`SET @gemstone_wait_bound = @@SESSION.max_statement_time, SESSION max_statement_time = CAST(${lockWaitMs / 1000} AS DECIMAL(12, 6))`
-      : sql`SET @gemstone_wait_bound = @@SESSION.innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = CAST(${Math.max(1, Math.round(lockWaitMs / 1000))} AS UNSIGNED)`,
+    mariadb ? sql`${wholeSeconds}, @gemstone_wait_bound = @@SESSION.max_statement_time, SESSION max_statement_time = CAST(${lockWaitMs / 1000} AS DECIMAL(12, 6))` : wholeSeconds,
   );
   try {
     for (const batch of chunks(ownLive.sort(compareNs), GROUP_BATCH_SIZE)) {
@@ -105,7 +108,13 @@ async function lockOwnLive(gc: GroupContext, m: EntityManager, lockWaitMs: numbe
       await run(gc, m, sql`SELECT ns FROM ${leaders} WHERE ns IN ${list(batch)} ORDER BY ns FOR UPDATE`);
     }
   } finally {
-    await run(gc, m, mariadb ? sql`SET SESSION max_statement_time = @gemstone_wait_bound` : sql`SET SESSION innodb_lock_wait_timeout = @gemstone_wait_bound`);
+    await run(
+      gc,
+      m,
+      mariadb
+        ? sql`SET SESSION max_statement_time = @gemstone_wait_bound, SESSION innodb_lock_wait_timeout = @gemstone_lock_bound`
+        : sql`SET SESSION innodb_lock_wait_timeout = @gemstone_lock_bound`,
+    );
   }
 }
 
