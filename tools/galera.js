@@ -104,8 +104,12 @@ async function startGalera(options = {}) {
     for (const spec of specs) {
       const data = path.join(spec.dir, 'data');
       const pidFile = path.join(spec.dir, 'mysqld.pid');
+      // A tmpdir of its own: a starting mariadbd (install-db's too) deletes every `#sql*` file in
+      // its tmpdir, and in the default /tmp those are the shared server's temporary tables in use.
+      const tmpdir = path.join(spec.dir, 'tmp');
+      fs.mkdirSync(tmpdir);
       if (spec.index === 0) {
-        execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], {
+        execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, `--tmpdir=${tmpdir}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], {
           stdio: 'pipe',
         });
       } else {
@@ -125,6 +129,7 @@ async function startGalera(options = {}) {
       const args = [
         '--no-defaults',
         `--datadir=${data}`,
+        `--tmpdir=${tmpdir}`,
         `--port=${spec.port}`,
         '--bind-address=127.0.0.1',
         `--socket=${path.join(spec.dir, 'mysqld.sock')}`,

@@ -193,10 +193,17 @@ async function startMariadb(options = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-private-mariadb-'));
   const data = path.join(dir, 'data');
   const pidFile = path.join(dir, 'mysqld.pid');
-  execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], { stdio: 'pipe' });
+  // A tmpdir of its own: a starting mariadbd (install-db's too) deletes every `#sql*` file in its
+  // tmpdir, and in the default /tmp those are the shared server's temporary tables in use (a
+  // clean-clone CI run: a query of the 0.3 stage on the shared MariaDB failed with "Error on
+  // delete of '/tmp/#sql-temptable-….MAI'" while test:ha started its servers beside it).
+  const tmpdir = path.join(dir, 'tmp');
+  fs.mkdirSync(tmpdir);
+  execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, `--tmpdir=${tmpdir}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], { stdio: 'pipe' });
   const args = [
     '--no-defaults',
     `--datadir=${data}`,
+    `--tmpdir=${tmpdir}`,
     `--port=${port}`,
     '--bind-address=127.0.0.1',
     `--socket=${path.join(dir, 'mysqld.sock')}`,
