@@ -18,7 +18,7 @@ const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { freePort } = require('./private-db');
+const { freePort, installMariadb, mariadbTmpdir } = require('./private-db');
 
 /** The Galera provider of Debian's `galera-4` package. */
 const DEFAULT_PROVIDER = '/usr/lib/galera/libgalera_smm.so';
@@ -104,14 +104,9 @@ async function startGalera(options = {}) {
     for (const spec of specs) {
       const data = path.join(spec.dir, 'data');
       const pidFile = path.join(spec.dir, 'mysqld.pid');
-      // A tmpdir of its own: a starting mariadbd (install-db's too) deletes every `#sql*` file in
-      // its tmpdir, and in the default /tmp those are the shared server's temporary tables in use.
-      const tmpdir = path.join(spec.dir, 'tmp');
-      fs.mkdirSync(tmpdir);
+      const tmpdir = mariadbTmpdir(spec.dir);
       if (spec.index === 0) {
-        execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, `--tmpdir=${tmpdir}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], {
-          stdio: 'pipe',
-        });
+        installMariadb(data, tmpdir);
       } else {
         // Filled by the SST from a donor. The joiner's rsync daemon started by root drops to
         // `nobody`, which must be able to write there.

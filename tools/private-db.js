@@ -182,6 +182,29 @@ async function startPostgres() {
 }
 
 /**
+ * The tmpdir of a private MariaDB server under `dir` (created), for `mariadb-install-db` and the
+ * server alike: a starting mariadbd, install-db's bootstrap too, deletes every `#sql*` file in its
+ * tmpdir, and in the default /tmp those are the shared server's temporary tables in use (a
+ * clean-clone CI run: a query of the 0.3 stage on the shared MariaDB failed with "Error on delete
+ * of '/tmp/#sql-temptable-….MAI'" while test:ha started its servers beside it).
+ * @param {string} dir
+ */
+function mariadbTmpdir(dir) {
+  const tmpdir = path.join(dir, 'tmp');
+  fs.mkdirSync(tmpdir);
+  return tmpdir;
+}
+
+/**
+ * Creates a MariaDB data directory `data` (root with an empty password), its temporary files in `tmpdir`.
+ * @param {string} data
+ * @param {string} tmpdir
+ */
+function installMariadb(data, tmpdir) {
+  execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, `--tmpdir=${tmpdir}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], { stdio: 'pipe' });
+}
+
+/**
  * Starts a private MariaDB server (root with an empty password over TCP, database `test`).
  * `serverArgs` are added to the server's command line (e.g. `--autocommit=0`, `--sql-mode=…`: a
  * server default the shared server must not be given).
@@ -193,13 +216,8 @@ async function startMariadb(options = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gemstone-private-mariadb-'));
   const data = path.join(dir, 'data');
   const pidFile = path.join(dir, 'mysqld.pid');
-  // A tmpdir of its own: a starting mariadbd (install-db's too) deletes every `#sql*` file in its
-  // tmpdir, and in the default /tmp those are the shared server's temporary tables in use (a
-  // clean-clone CI run: a query of the 0.3 stage on the shared MariaDB failed with "Error on
-  // delete of '/tmp/#sql-temptable-….MAI'" while test:ha started its servers beside it).
-  const tmpdir = path.join(dir, 'tmp');
-  fs.mkdirSync(tmpdir);
-  execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, `--tmpdir=${tmpdir}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], { stdio: 'pipe' });
+  const tmpdir = mariadbTmpdir(dir);
+  installMariadb(data, tmpdir);
   const args = [
     '--no-defaults',
     `--datadir=${data}`,
@@ -475,4 +493,4 @@ async function serverUptime(url) {
   }
 }
 
-module.exports = { startPostgres, startMariadb, startPgbouncer, startReplicatedPostgres, serverUptime, freePort };
+module.exports = { startPostgres, startMariadb, startPgbouncer, startReplicatedPostgres, serverUptime, freePort, mariadbTmpdir, installMariadb };
