@@ -77,6 +77,8 @@ const { checkRuns } = require('./runs-check');
  * connects, reads the schema and runs its first tick; a loaded machine is slow at all three).
  */
 const STARTUP_MS = 5000;
+/** The end reasons of a term its holder vacated (the chaos workers never write as an operator); the other is 'expired'. */
+const VACATE_END_REASONS = ['handed-over', 'resigned', 'unregistered'];
 
 /**
  * (d): how much the workers' measured ticks near a window add to a gap's bound: twice the longest
@@ -558,7 +560,7 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
     for (const h of history) {
       if (h.endedAt !== null && h.endedAt < h.acquiredAt) v.push(`term ${h.term} ended before it was acquired`);
       if ((h.endedAt === null) !== (h.endReason === null)) v.push(`term ${h.term}: ended_at ${h.endedAt} with end_reason ${h.endReason}`);
-      if (h.endReason !== null && !['resigned', 'unregistered', 'expired', 'handed-over'].includes(h.endReason)) v.push(`term ${h.term}: end_reason ${h.endReason}`);
+      if (h.endReason !== null && h.endReason !== 'expired' && !VACATE_END_REASONS.includes(h.endReason)) v.push(`term ${h.term}: end_reason ${h.endReason}`);
     }
     const byTerm = new Map(history.map((h) => [h.term, h]));
     for (const g of grants) {
@@ -639,7 +641,6 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
     // the history ends the term at that vacate, and the worker's tick that renewed was in flight
     // across the lease's end (sent before it, answered after the demotion). Only then may a
     // watcher's end of a term precede the history's.
-    const VACATES = ['handed-over', 'resigned', 'unregistered'];
     const renewalAcross = (/** @type {WorkerEvent} */ d, /** @type {number} */ at) =>
       events.some((e) => e.ev === 'tick' && e.slot === d.slot && e.incarnation === d.incarnation && !e.failed && e.t >= d.t && e.t - Number(e.ms) <= at);
     const lapsedAndRenewed = (/** @type {HistoryRow} */ h, /** @type {number} */ at) =>
@@ -651,7 +652,7 @@ function checkHistoryAndObservers(input, { ledger, grants, candidateOf, byIncarn
           d.t >= at - leaseMs &&
           (h.endReason === 'expired' ||
             events.some((e) => e.ev === 'elected' && e.term === h.term && e.slot === d.slot && e.incarnation === d.incarnation && e.t > d.t) ||
-            (VACATES.includes(String(h.endReason)) && renewalAcross(d, at))),
+            (VACATE_END_REASONS.includes(String(h.endReason)) && renewalAcross(d, at))),
       );
     // A vacate (a hand-over, a stop's unregister) decided while the lease was live, whose
     // transaction committed only after the lease's end: readers saw the lease lapse before they
