@@ -235,8 +235,9 @@ describeEachDatabase(
         leases: others.map((ns) => g.lease(ns)?.term ?? null),
         ticks: during.map((t) => `${t.durationSeconds.toFixed(3)} s${t.error ? `: ${t.error.message}` : ''}`),
       }).toMatchObject({ errors: [], demoted: [], leases: others.map(() => 1) });
-      // Ticks went on, none held back by the rival's lock beyond the bound (a lock wait of at
-      // most half the remaining lease, one second at least on MariaDB, then a tick without it).
+      // Ticks went on, none held back by the rival's lock beyond the bound (a lock wait of half a
+      // tick interval, at most half the remaining lease, then a tick without it; MySQL waits
+      // whole seconds, one at least).
       expect(during.length).toBeGreaterThanOrEqual(2);
       for (const tick of during) expect(tick.durationSeconds).toBeLessThan(RIVAL_LEASE * 0.9);
       const history = await query<HistoryRow>(ds, `SELECT ns, term, ended_at FROM gemstone_election_history WHERE ns IN (${others.map(() => '?').join(', ')})`, others);

@@ -87,11 +87,12 @@ async function readRows(gc: GroupContext, m: EntityManager, me: string, batches:
  * The leases this candidate holds, live: locked first, in namespace order, WAITING for a lock
  * another transaction holds (its own fenced transactions lock these rows and write them), each
  * wait bounded, for these statements only: by `innodb_lock_wait_timeout` (whole seconds, rounded
- * up, one at least), and on MariaDB first by `max_statement_time` (fractions of a second). The whole seconds
- * stay set on MariaDB too: `max_statement_time` ends a wait by killing the statement from a timer,
- * and a wait that kill misses (the statement's thread was starved of CPU while the timer fired)
- * still ends within them instead of the server's default 50 s (a test's group tick on MariaDB
- * once went unanswered past a 5 s lease while another's transaction held the row for 7 s).
+ * up, one at least), and on MariaDB first by `max_statement_time` (fractions of a second).
+ * MariaDB keeps the whole seconds as a backstop: `max_statement_time` ends a wait by killing the
+ * statement from a timer, and a wait that kill does not end still ends within them instead of the
+ * server's default 50 s. (A test's group tick on MariaDB once went unanswered past its 5 s lease
+ * while another transaction held one of its rows for 7 s; why the kill did not end that wait was
+ * not found.)
  */
 async function lockOwnLive(gc: GroupContext, m: EntityManager, lockWaitMs: number, ownLive: string[]): Promise<void> {
   const { leaders } = gc.t;
